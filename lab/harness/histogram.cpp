@@ -1,0 +1,145 @@
+#include "lab/harness/histogram.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace doorbell::lab {
+
+namespace {
+constexpr int kSubBucketBits = 8;                          // 256 exact values first
+constexpr int kSubBucketCount = 1 << kSubBucketBits;       // 256
+constexpr int kSubBucketHalf = kSubBucketCount / 2;        // 128 per power of two
+constexpr int kTopBit = 49;                                // values < 2^50 ps
+constexpr int kBucketCount = kSubBucketCount + (kTopBit - kSubBucketBits + 1) * kSubBucketHalf;
+constexpr uint64_t kMaxTrackable = (uint64_t{1} << (kTopBit + 1)) - 1;
+}  // namespace
+
+Histogram::Histogram() : counts_(kBucketCount, 0) {}
+
+int Histogram::index_of(uint64_t ps) noexcept {
+  if (ps > kMaxTrackable) ps = kMaxTrackable;
+  if (ps < kSubBucketCount) return static_cast<int>(ps);
+  const int msb = 63 - std::countl_zero(ps);    // >= 8
+  const int shift = msb - (kSubBucketBits - 1);  // >= 1
+  const int sub = static_cast<int>(ps >> shift);  // in [128, 256)
+  return kSubBucketCount + (shift - 1) * kSubBucketHalf + (sub - kSubBucketHalf);
+}
+
+uint64_t Histogram::lower_of(int index) noexcept {
+  if (index < kSubBucketCount) return static_cast<uint64_t>(index);
+  const int shift = (index - kSubBucketCount) / kSubBucketHalf + 1;
+  const int sub = (index - kSubBucketCount) % kSubBucketHalf + kSubBucketHalf;
+  return static_cast<uint64_t>(sub) << shift;
+}
+
+uint64_t Histogram::width_of(int index) noexcept {
+  if (index < kSubBucketCount) return 1;
+  const int shift = (index - kSubBucketCount) / kSubBucketHalf + 1;
+  return uint64_t{1} << shift;
+}
+
+void Histogram::record_n(double ns, uint64_t n) noexcept {
+  if (n == 0) return;
+  if (!(ns >= 0.0)) ns = 0.0;  // also catches NaN
+  const double ps_double = ns * 1000.0;
+  const uint64_t ps = ps_double >= static_cast<double>(kMaxTrackable)
+                          ? kMaxTrackable
+                          : static_cast<uint64_t>(std::llround(ps_double));
+  counts_[index_of(ps)] += n;
+  if (count_ == 0) {
+    min_ = max_ = ns;
+  } else {
+    min_ = std::min(min_, ns);
+    max_ = std::max(max_, ns);
+  }
+  count_ += n;
+  sum_ += ns * static_cast<double>(n);
+  sum_squares_ += ns * ns * static_cast<double>(n);
+}
+
+void Histogram::merge(const Histogram& other) noexcept {
+  if (other.count_ == 0) return;
+  for (int i = 0; i < kBucketCount; ++i) counts_[i] += other.counts_[i];
+  if (count_ == 0) {
+    min_ = other.min_;
+    max_ = other.max_;
+  } else {
+    min_ = std::min(min_, other.min_);
+    max_ = std::max(max_, other.max_);
+  }
+  count_ += other.count_;
+  sum_ += other.sum_;
+  sum_squares_ += other.sum_squares_;
+}
+
+void Histogram::reset() noexcept {
+  std::fill(counts_.begin(), counts_.end(), 0);
+  count_ = 0;
+  min_ = max_ = sum_ = sum_squares_ = 0.0;
+}
+
+double Histogram::stddev() const noexcept {
+  if (count_ < 2) return 0.0;
+  const double n = static_cast<double>(count_);
+  const double variance = (sum_squares_ - sum_ * sum_ / n) / (n - 1.0);
+  return variance > 0.0 ? std::sqrt(variance) : 0.0;
+}
+
+double Histogram::percentile(double p) const noexcept {
+  if (count_ == 0) return 0.0;
+  if (p <= 0.0) return min_;
+  if (p >= 100.0) return max_;
+  uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
+  rank = std::clamp<uint64_t>(rank, 1, count_);
+  uint64_t seen = 0;
+  for (int i = 0; i < kBucketCount; ++i) {
+    seen += counts_[i];
+    if (seen >= rank) {
+      const double mid_ps =
+          static_cast<double>(lower_of(i)) + (static_cast<double>(width_of(i)) - 1.0) / 2.0;
+      return std::clamp(mid_ps / 1000.0, min_, max_);
+    }
+  }
+  return max_;
+}
+
+void Histogram::for_each_bucket(
+    const std::function<void(double, double, uint64_t)>& visit) const {
+  for (int i = 0; i < kBucketCount; ++i) {
+    if (counts_[i] == 0) continue;
+    const double lower = static_cast<double>(lower_of(i)) / 1000.0;
+    visit(lower, lower + static_cast<double>(width_of(i)) / 1000.0, counts_[i]);
+  }
+}
+
+Summary summarize(const Histogram& h) noexcept {
+  Summary s;
+  s.count = h.count();
+  s.min = h.min();
+  s.max = h.max();
+  s.mean = h.mean();
+  s.stddev = h.stddev();
+  s.p50 = h.percentile(50);
+  s.p90 = h.percentile(90);
+  s.p99 = h.percentile(99);
+  s.p999 = h.percentile(99.9);
+  return s;
+}
+
+double statistic(const Summary& s, const std::string& name) {
+  if (name == "p50") return s.p50;
+  if (name == "p90") return s.p90;
+  if (name == "p99") return s.p99;
+  if (name == "p99.9") return s.p999;
+  if (name == "min") return s.min;
+  if (name == "max") return s.max;
+  if (name == "mean") return s.mean;
+  if (name == "stddev") return s.stddev;
+  if (name == "count") return static_cast<double>(s.count);
+  throw std::invalid_argument("unknown statistic '" + name + "'");
+}
+
+}  // namespace doorbell::lab

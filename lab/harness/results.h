@@ -1,0 +1,58 @@
+// Writing results: the terminal table, JSON (versioned schema) and CSV.
+//
+// JSON schema "doorbell-results", version 1:
+// {
+//   "schema": "doorbell-results", "schema_version": 1,
+//   "doorbell_version": "...", "environment": {...},
+//   "options": {"suite", "quick", "repetitions", "filters"},
+//   "wall_s": ...,
+//   "scenarios": [{
+//     "name", "group", "title", "description", "params": {name: value},
+//     "clock": "tsc"|"monotonic", "clock_read_ns", "pinning",
+//     "status": "ok"|"skipped"|"failed", "reason", "repetitions", "wall_s",
+//     "primary_metric",
+//     "metrics": {name: {"unit": "ns", "count", "min", "max", "mean", "stddev",
+//                        "p50", "p90", "p99", "p99.9",
+//                        "p50_across_reps": {"min","median","max"},
+//                        "mean_across_reps": {"min","median","max"},
+//                        "per_repetition": [{summary}...],
+//                        "histogram": [[lower_ns, upper_ns, count], ...],
+//                        "raw": [...] (only where the scenario kept raw samples)}},
+//     "counters": {name: {"per_repetition": [...], "min", "median", "max"}},
+//     "notes": [...]}],
+//   "ratios": [{"name", "numerator", "denominator", "statistic", "value",
+//               "reference", "reference_source", "versus_reference", "meaning"}],
+//   "references": [{"scenario", "what", "value_ns", "statistic", "source", "ours_ns"}]
+// }
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "lab/harness/runner.h"
+
+namespace doorbell::lab {
+
+inline constexpr const char* kResultsSchema = "doorbell-results";
+inline constexpr int kResultsSchemaVersion = 1;
+
+nlohmann::json to_json(const RunResults& results, const std::string& doorbell_version);
+nlohmann::json to_json(const Environment& environment);
+
+// Writes to path; throws std::system_error when the file cannot be written.
+void write_json(const RunResults& results, const std::string& doorbell_version,
+                const std::string& path);
+// One row per (scenario, metric): summary columns and the spread across
+// repetitions; counters as one row each with metric "counter:<name>".
+void write_csv(const RunResults& results, const std::string& path);
+
+// The human table: one line per scenario's primary metric, grouped, then the
+// ratios beside their published figures, then the reference figures.
+void print_table(const RunResults& results, std::ostream& out);
+
+// "812 ns", "3.1 µs", "15.2 ms", "0.31 ns".
+std::string format_duration(double ns);
+
+}  // namespace doorbell::lab

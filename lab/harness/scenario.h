@@ -1,0 +1,186 @@
+// Scenarios: the unit of measurement in the lab.
+//
+// A scenario is one row of the lab: a named measurement with the factors it
+// varies (params), the clock it reads, and a run() that performs ONE
+// repetition, recording into the Context. The runner calls run() once for
+// warm-up (results discarded), then `repetitions` times, and reports each
+// metric's merged distribution plus min/median/max across repetitions.
+//
+// Scenarios register themselves from a static object in their .cpp:
+//
+//   static const doorbell::lab::Registrar kRegistrar{{
+//       .name = "ladder/syscall_getpid",
+//       .group = "ladder",
+//       .title = "getpid via syscall(2)",
+//       .description = "one syscall(SYS_getpid); TSC read before and after a batch of 64",
+//       .clock = ClockKind::tsc,
+//       .run = [](Context& ctx) { ... ctx.metric().record(ns); ... },
+//   }};
+//
+// Rules for run():
+//  - Loop while ctx.keep_going(n): it stops at ctx.samples() samples or when
+//    the repetition's time budget is spent, whichever comes first.
+//  - Every thread or process it starts is joined or reaped before it
+//    returns, and every process-wide state it changes (dispositions, masks,
+//    limits, scheduling) is restored, also on the exception path.
+//  - Throw SkipScenario("reason") when the machine cannot run it (no
+//    AVX-512, no permission): the result says "skipped: reason".
+//  - Counters (ctx.counter) report what was sent, delivered and coalesced.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lab/harness/clock.h"
+#include "lab/harness/histogram.h"
+
+namespace doorbell::lab {
+
+// Where the scenario's threads run. same_core: every role on one CPU;
+// other_core: role 0 on one CPU, role 1 (and up) on another.
+enum class Pinning { none, same_core, other_core };
+std::string_view pinning_name(Pinning p) noexcept;
+
+struct Param {
+  std::string name;   // the factor, e.g. "threads"
+  std::string value;  // its value as text, e.g. "8"
+};
+
+class SkipScenario : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a repetition recorded.
+struct Repetition {
+  std::map<std::string, Histogram> metrics;        // ns distributions by name
+  std::map<std::string, double> counters;          // sent, delivered, coalesced, ops_per_s ...
+  std::map<std::string, std::vector<double>> raw;  // bounded raw samples, by metric name
+  std::vector<std::string> notes;
+  double wall_s = 0.0;
+};
+
+class Context {
+ public:
+  Context(bool quick, bool warmup, int repetition, double budget_s, std::size_t samples,
+          Pinning pinning, Repetition& out);
+
+  bool quick() const noexcept { return quick_; }
+  bool warmup() const noexcept { return warmup_; }
+  int repetition() const noexcept { return repetition_; }  // -1 during warm-up
+  Pinning pinning() const noexcept { return pinning_; }
+
+  // The sample target and the time budget of this repetition.
+  std::size_t samples() const noexcept { return samples_; }
+  double budget_s() const noexcept { return budget_s_; }
+  uint64_t deadline_ns() const noexcept { return deadline_ns_; }
+  bool time_left() const noexcept { return monotonic_ns() < deadline_ns_; }
+  // True while fewer than samples() samples were taken and time is left.
+  // Checks the clock only every 64 calls.
+  bool keep_going(std::size_t taken) const noexcept {
+    if (taken >= samples_) return false;
+    return (taken & 63) != 0 || time_left();
+  }
+
+  // Pins the calling thread for its role (0 = the measuring/sending thread,
+  // 1 = the peer). Does nothing for Pinning::none, or when the process may
+  // use only one CPU (then other_core is noted as impossible once).
+  void pin_thread(int role);
+
+  // The distribution named `name` ("latency" is the scenario's primary one
+  // unless it says otherwise).
+  Histogram& metric(const std::string& name = "latency") { return out_.metrics[name]; }
+  void counter(const std::string& name, double value) { out_.counters[name] = value; }
+  void add_counter(const std::string& name, double delta) { out_.counters[name] += delta; }
+  // Keeps raw samples, at most kMaxRawSamples per metric.
+  static constexpr std::size_t kMaxRawSamples = 100000;
+  void raw_sample(const std::string& metric, double ns);
+  void note(std::string text);
+
+ private:
+  bool quick_;
+  bool warmup_;
+  int repetition_;
+  double budget_s_;
+  std::size_t samples_;
+  Pinning pinning_;
+  uint64_t deadline_ns_;
+  Repetition& out_;
+};
+
+struct Scenario {
+  std::string name;         // unique, "group/what[:param=value,...]"
+  std::string group;        // "ladder", "wakeup", "e2e", ...
+  std::string title;        // the row label in the table
+  std::string description;  // exactly what one sample times: where it starts and ends
+  std::vector<Param> params;
+  ClockKind clock = ClockKind::monotonic;
+  std::string primary_metric = "latency";
+  Pinning pinning = Pinning::none;
+  double budget_s = 0.25;        // per repetition in the default suite; --quick takes 1/5
+  std::size_t samples = 20000;   // sample target per repetition; --quick takes 1/10
+  bool in_default_suite = true;  // false: only with --suite full or a --filter naming it
+  std::function<void(Context&)> run;
+};
+
+// Registers a scenario; names must be unique (a duplicate aborts at start-up
+// with a message, since it is a programming error).
+void register_scenario(Scenario scenario);
+const std::vector<Scenario>& all_scenarios();
+
+struct Registrar {
+  explicit Registrar(Scenario scenario) { register_scenario(std::move(scenario)); }
+  // Several at once, e.g. one per parameter value.
+  explicit Registrar(std::vector<Scenario> scenarios) {
+    for (auto& s : scenarios) register_scenario(std::move(s));
+  }
+};
+
+// A ratio the table prints: numerator / denominator of one statistic of two
+// scenarios' primary metric, beside a published figure where there is one.
+struct Ratio {
+  std::string name;         // "signal / atomic"
+  std::string numerator;    // scenario name
+  std::string denominator;  // scenario name
+  std::string statistic = "p50";
+  double reference = 0.0;        // the published ratio; 0 when none
+  std::string reference_source;  // where the published figure comes from, and its machine
+  std::string meaning;           // one line: what the ratio tells
+};
+void register_ratio(Ratio ratio);
+const std::vector<Ratio>& all_ratios();
+
+// A published absolute figure shown beside a scenario's own.
+struct ReferenceFigure {
+  std::string scenario;  // our comparable scenario
+  std::string what;      // "self-signal kill+handler"
+  double value_ns = 0.0;
+  std::string statistic = "mean";
+  std::string source;  // "seed 001, gcc:13 container on ARM64"
+};
+void register_reference(ReferenceFigure figure);
+const std::vector<ReferenceFigure>& all_references();
+
+struct RatioRegistrar {
+  explicit RatioRegistrar(std::vector<Ratio> ratios) {
+    for (auto& r : ratios) register_ratio(std::move(r));
+  }
+};
+struct ReferenceRegistrar {
+  explicit ReferenceRegistrar(std::vector<ReferenceFigure> figures) {
+    for (auto& f : figures) register_reference(std::move(f));
+  }
+};
+
+// Glob match with * and ? (fnmatch without flags).
+bool glob_match(const std::string& pattern, const std::string& text);
+
+// The CPUs this process may run on (sched_getaffinity).
+std::vector<int> allowed_cpus();
+
+}  // namespace doorbell::lab

@@ -1,0 +1,37 @@
+// Reading /proc: the threads of a process and each thread's signal masks.
+// These are snapshots: a thread may start or exit right after the read, which
+// the callers must tolerate (a tgkill to a thread that exited gives ESRCH).
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace doorbell::sys {
+
+// The thread ids listed in /proc/<pid>/task. Throws std::system_error when
+// the process does not exist or cannot be read.
+std::vector<pid_t> list_threads(pid_t pid);
+
+// The masks of one thread from /proc/<pid>/task/<tid>/status (SigBlk, SigPnd,
+// ShdPnd, SigIgn, SigCgt); nullopt when the thread is gone.
+struct ThreadSignalState {
+  sigset_t blocked;
+  sigset_t pending;         // thread-directed pending (SigPnd)
+  sigset_t shared_pending;  // process-directed pending (ShdPnd)
+  sigset_t ignored;
+  sigset_t caught;
+  char state = '?';  // the State: letter (R, S, T, t, D, Z, ...)
+};
+std::optional<ThreadSignalState> read_thread_signal_state(pid_t pid, pid_t tid);
+
+// Parses the hexadecimal mask format of /proc/.../status into a sigset_t.
+sigset_t parse_proc_sigmask(const std::string& hex);
+
+// The calling thread's kernel thread id.
+pid_t current_tid() noexcept;
+
+}  // namespace doorbell::sys
