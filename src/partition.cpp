@@ -31,6 +31,7 @@
 #include <memory>
 
 #include "doorbell/partition.h"
+#include "doorbell/thread_broadcast.h"
 #include "partition_guardian.h"
 #include "sys/error.h"
 #include "sys/fd.h"
@@ -88,36 +89,23 @@ std::string describe_exit(int code, int status) {
          (name ? name : std::to_string(status).c_str());
 }
 
-// Sends SIGSTOP to every thread of tgid, each with tgkill. Our own minimal
-// version of the thread broadcast (list_threads + tgkill); a thread that exits
-// meanwhile gives ESRCH, which is fine. Returns the threads signalled.
-int stop_every_thread(pid_t tgid) noexcept {
-  std::vector<pid_t> tids;
+// SIGSTOP to every thread (thread_broadcast.h: tgkill each, re-listing while
+// threads appear). A process that is gone meanwhile is not an error here: its
+// exit arrives through waitid.
+void stop_all_threads(pid_t tgid) noexcept {
   try {
-    tids = sys::list_threads(tgid);
+    doorbell::stop_every_thread(tgid);
   } catch (...) {
-    return 0;
   }
-  int sent = 0;
-  for (pid_t tid : tids)
-    if (::syscall(SYS_tgkill, tgid, tid, SIGSTOP) == 0) ++sent;
-  return sent;
 }
 
-// True when every thread of pid is in a stopped state ('T' or 't').
-bool every_thread_stopped(pid_t pid) {
-  std::vector<pid_t> tids;
+// True when every thread of pid is in state 'T' (or 't'), per /proc.
+bool every_thread_stopped(pid_t pid) noexcept {
   try {
-    tids = sys::list_threads(pid);
+    return doorbell::all_threads_stopped(pid);
   } catch (...) {
     return false;
   }
-  for (pid_t tid : tids) {
-    const auto state = sys::read_thread_signal_state(pid, tid);
-    if (!state) continue;  // exited meanwhile
-    if (state->state != 'T' && state->state != 't') return false;
-  }
-  return !tids.empty();
 }
 
 struct Partition {
@@ -364,7 +352,7 @@ void Run::suspend(Partition& p) noexcept {
       sys::pidfd_send_signal(p.pidfd.get(), SIGSTOP);
       break;
     case SuspendMethod::sigstop_all_threads:
-      stop_every_thread(p.pid);
+      stop_all_threads(p.pid);
       break;
     case SuspendMethod::freezer:
       p.cgroup->freeze();

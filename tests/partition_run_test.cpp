@@ -121,7 +121,9 @@ void run_two_partitions(SuspendMethod method) {
     EXPECT_GT(w.stopped_ns, 0) << "window of frame " << w.frame << " never measured stopped";
     EXPECT_GE(w.suspend_requested_ns, w.nominal_end_ns);  // lower bound only
     EXPECT_GE(w.stopped_ns, w.suspend_requested_ns);
-    if (!w.never_stopped) EXPECT_TRUE(w.verified);
+    if (!w.never_stopped) {
+      EXPECT_TRUE(w.verified);
+    }
   }
   ASSERT_EQ(report.summaries.size(), 2u);
   EXPECT_EQ(report.summaries[0].windows, 30u);
@@ -301,7 +303,9 @@ void kill_scheduler_mid_window(SuspendMethod method, OnSchedulerExit on_exit) {
   }
   ASSERT_FALSE(a.stamps.empty());
   ASSERT_FALSE(b.stamps.empty());
-  if (method == SuspendMethod::freezer) EXPECT_FALSE(leftover_cgroups(scheduler_pid).empty());
+  if (method == SuspendMethod::freezer) {
+    EXPECT_FALSE(leftover_cgroups(scheduler_pid).empty());
+  }
   ASSERT_EQ(::kill(scheduler_pid, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(scheduler_pid, &status, 0), scheduler_pid);
@@ -343,7 +347,9 @@ void kill_scheduler_mid_window(SuspendMethod method, OnSchedulerExit on_exit) {
   for (;;) {
     siginfo_t info{};
     if (::waitid(P_ALL, 0, &info, WEXITED) != 0) break;
-    if (info.si_code == CLD_EXITED) EXPECT_EQ(info.si_status, 0);
+    if (info.si_code == CLD_EXITED) {
+      EXPECT_EQ(info.si_status, 0);
+    }
   }
   fs::remove_all(dir);
 }
