@@ -419,6 +419,7 @@ void Run::check_partitions() noexcept {
         if (p.pending_stop >= 0 && !p.cgroup) {
           WindowRecord& record = report_.windows[p.pending_stop];
           record.stopped_ns = now_ns();
+          record.cpu_after_end_ns = cpu_time_ns(p.cpu_clock) - record.cpu_at_suspend_ns;
           record.verified = options_.verify_stopped && every_thread_stopped(p.pid);
           p.pending_stop = -1;
         }
@@ -438,6 +439,7 @@ void Run::check_freezers() noexcept {
     if (p.cgroup->is_frozen()) {
       WindowRecord& record = report_.windows[p.pending_stop];
       record.stopped_ns = now_ns();
+      record.cpu_after_end_ns = cpu_time_ns(p.cpu_clock) - record.cpu_at_suspend_ns;
       record.verified = true;
       p.pending_stop = -1;
     }
@@ -530,6 +532,7 @@ RunReport Run::execute() {
         if (p.current_record >= 0 && p.alive) {
           WindowRecord& record = report_.windows[p.current_record];
           if (p.pending_run >= 0) p.pending_run = -1;  // never seen running
+          record.cpu_at_suspend_ns = cpu_time_ns(p.cpu_clock);
           record.suspend_requested_ns = now_ns();
           suspend(p);
           p.pending_stop = p.current_record;
@@ -557,6 +560,7 @@ RunReport Run::execute() {
             WindowRecord& previous = report_.windows[p.pending_stop];
             previous.never_stopped = true;
             previous.stopped_ns = resume_at;
+            previous.cpu_after_end_ns = p.cpu_baseline - previous.cpu_at_suspend_ns;
             p.pending_stop = -1;
           }
           report_.windows[index].resume_requested_ns = resume_at;

@@ -142,7 +142,7 @@ std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunRepor
     PartitionSummary s;
     s.partition = schedule.partitions[p].name;
     s.method = report.method;
-    std::vector<double> overrun, stop, resume, late;
+    std::vector<double> overrun, stop, resume, late, cpu_after;
     double stolen = 0, scheduled = 0;
     for (const WindowRecord& w : report.windows) {
       if (w.partition != p) continue;
@@ -155,6 +155,7 @@ std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunRepor
       overrun.push_back(static_cast<double>(w.overrun_ns()));
       stop.push_back(static_cast<double>(w.stop_latency_ns()));
       late.push_back(static_cast<double>(w.wake_late_ns()));
+      if (w.cpu_after_end_ns >= 0) cpu_after.push_back(static_cast<double>(w.cpu_after_end_ns));
       if (w.first_run_ns) resume.push_back(static_cast<double>(w.resume_latency_ns()));
       if (w.overrun_ns() > report.overrun_threshold_ns) ++s.over_threshold;
       if (w.never_stopped)
@@ -164,7 +165,7 @@ std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunRepor
       stolen += static_cast<double>(std::max<int64_t>(0, w.overrun_ns()));
       scheduled += static_cast<double>(w.nominal_end_ns - w.nominal_start_ns);
     }
-    for (auto* v : {&overrun, &stop, &resume, &late}) std::sort(v->begin(), v->end());
+    for (auto* v : {&overrun, &stop, &resume, &late, &cpu_after}) std::sort(v->begin(), v->end());
     s.overrun_p50_ns = percentile(overrun, 50);
     s.overrun_p99_ns = percentile(overrun, 99);
     s.overrun_max_ns = overrun.empty() ? 0 : overrun.back();
@@ -174,6 +175,8 @@ std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunRepor
     s.resume_latency_p50_ns = percentile(resume, 50);
     s.resume_latency_p99_ns = percentile(resume, 99);
     s.wake_late_p99_ns = percentile(late, 99);
+    s.cpu_after_end_p99_ns = percentile(cpu_after, 99);
+    s.cpu_after_end_max_ns = cpu_after.empty() ? 0 : cpu_after.back();
     s.error_percent =
         s.windows ? 100.0 * static_cast<double>(s.over_threshold) / static_cast<double>(s.windows)
                   : 0;

@@ -158,6 +158,11 @@ struct WindowRecord {
   // The suspension had not completed when the partition's next window began
   // (the resume cancelled it): stopped_ns is then that resume, a lower bound.
   bool never_stopped = false;
+  // CPU time the partition (all threads) consumed between suspend_requested
+  // and stopped: how much of the next window it really took. A runnable
+  // thread waiting for a CPU delays "stopped" but takes nothing; -1 unknown.
+  int64_t cpu_after_end_ns = -1;
+  int64_t cpu_at_suspend_ns = 0;  // internal: the partition's CPU clock then
 
   int64_t overrun_ns() const noexcept { return stopped_ns ? stopped_ns - nominal_end_ns : -1; }
   int64_t stop_latency_ns() const noexcept {
@@ -189,6 +194,7 @@ struct PartitionSummary {
   double stop_latency_p50_ns = 0, stop_latency_p99_ns = 0, stop_latency_max_ns = 0;
   double resume_latency_p50_ns = 0, resume_latency_p99_ns = 0;
   double wake_late_p99_ns = 0;
+  double cpu_after_end_p99_ns = 0, cpu_after_end_max_ns = 0;
   std::size_t over_threshold = 0;   // windows overrun by more than the threshold
   double error_percent = 0;         // 100 * over_threshold / windows
   double stolen_percent = 0;        // overrun time / scheduled window time, in %
