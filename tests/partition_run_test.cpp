@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -372,6 +373,52 @@ TEST(PartitionSafety, SchedulerSigkilledMidWindow_Sigstop_ResumeLeavesThemRunnin
 
 TEST(PartitionSafety, SchedulerSigkilledMidWindow_SigstopAllThreads_PartitionsKilled) {
   kill_scheduler_mid_window(SuspendMethod::sigstop_all_threads, OnSchedulerExit::kill);
+}
+
+// --- the CLI: Ctrl-C ends the run cleanly, with a report ----------------------
+
+TEST(PartitionCli, Sigint_StopsAtNextBoundaryWithReportAndNoLeftovers) {
+  const std::string cli = std::string(DOORBELL_BINARY_DIR) + "/doorbell";
+  if (!fs::exists(cli)) GTEST_SKIP() << "no CLI built (DOORBELL_BUILD_LAB=OFF)";
+  const std::string dir = temp_dir();
+  const std::string schedule = dir + "/s.toml";
+  std::ofstream(schedule) << "major_frame_ms = 20\nmethod = \"freezer\"\n"
+                          << "[[partition]]\nname = \"A\"\ncommand = [\"" DOORBELL_PARTITION_PROG
+                             "\", \""
+                          << dir << "/A\", \"2\"]\n"
+                          << "[[partition]]\nname = \"B\"\ncommand = [\"" DOORBELL_PARTITION_PROG
+                             "\", \""
+                          << dir << "/B\", \"1\"]\n"
+                          << "[[window]]\npartition = \"A\"\noffset_ms = 0\nduration_ms = 10\n"
+                          << "[[window]]\npartition = \"B\"\noffset_ms = 10\nduration_ms = 10\n";
+  const std::string json = dir + "/report.json";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::execl(cli.c_str(), cli.c_str(), "partition", "run", schedule.c_str(), "--json", json.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 400 && read_progress(dir + "/B").stamps.empty(); ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\"stopped_early\": true"), std::string::npos)
+      << text.str().substr(0, 400);
+  EXPECT_TRUE(leftover_cgroups(pid).empty());
+  // (A partition that never reached main wrote no pid: 0, skipped.)
+  for (pid_t partition : {read_progress(dir + "/A").pid, read_progress(dir + "/B").pid}) {
+    if (partition > 0) EXPECT_NE(::kill(partition, 0), 0) << "partition " << partition << " exists";
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
