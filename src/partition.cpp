@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -294,6 +295,7 @@ void Run::spawn(Partition& p) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (!spec.cpus.empty()) ::sched_setaffinity(0, sizeof cpus, &cpus);
+    if (spec.nice && ::setpriority(PRIO_PROCESS, 0, *spec.nice) != 0) ::_exit(125);
     // Start suspended: the first window's resume lets us go on.
     ::kill(::getpid(), SIGSTOP);
     ::prctl(PR_SET_PDEATHSIG, 0);
@@ -326,6 +328,10 @@ void Run::initial_suspend(Partition& p) {
   }
   if (info.si_code != CLD_STOPPED) {
     p.alive = false;
+    if (info.si_code == CLD_EXITED && info.si_status == 125)
+      throw std::system_error(EPERM, std::generic_category(),
+                              "partition " + p.spec->name + ": setpriority(nice " +
+                                  std::to_string(p.spec->nice.value_or(0)) + ") failed");
     throw std::system_error(ECHILD, std::generic_category(),
                             "partition " + p.spec->name + " " +
                                 describe_exit(info.si_code, info.si_status) + " before starting");

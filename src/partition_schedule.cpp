@@ -80,6 +80,8 @@ void validate(Schedule& schedule) {
       throw ScheduleError(p.line, "partition '" + p.name + "' is defined twice");
     if (!p.entry && (p.command.empty() || p.command[0].empty()))
       throw ScheduleError(p.line, "partition '" + p.name + "' has no command");
+    if (p.nice && (*p.nice < -20 || *p.nice > 19))
+      throw ScheduleError(p.line, "partition '" + p.name + "': nice must be -20..19");
     for (int cpu : p.cpus)
       if (cpu < 0 || cpu >= 1024)
         throw ScheduleError(

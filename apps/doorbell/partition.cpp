@@ -17,6 +17,7 @@
 //   command = ["stress-ng", "--cpu", "8"]
 //   cpus = [0, 1]                 # optional
 //   env = { OMP_NUM_THREADS = "8" }  # optional
+//   nice = -5                     # optional
 //   [[window]]
 //   partition = "A"
 //   offset_ms = 0
@@ -27,6 +28,7 @@
 
 #include <toml++/toml.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -147,7 +149,7 @@ Schedule parse_schedule(const toml::table& root) {
 
   for (const toml::node& node : array_of_tables(root, "partition")) {
     const toml::table& t = *node.as_table();
-    reject_unknown(t, {"name", "command", "cpus", "env"}, "a [[partition]]");
+    reject_unknown(t, {"name", "command", "cpus", "env", "nice"}, "a [[partition]]");
     partition::PartitionSpec p;
     p.line = line_of(node);
     const toml::node* name = t.get("name");
@@ -173,6 +175,11 @@ Schedule parse_schedule(const toml::table& root) {
           throw ScheduleError(line_of(cpu), "CPU " + std::to_string(i->get()) + " is out of range");
         p.cpus.push_back(static_cast<int>(i->get()));
       }
+    }
+    if (const toml::node* nice = t.get("nice")) {
+      const auto* i = nice->as_integer();
+      if (i == nullptr) throw ScheduleError(line_of(*nice), "nice must be an integer -20..19");
+      p.nice = static_cast<int>(std::clamp<int64_t>(i->get(), -1000, 1000));
     }
     if (const toml::node* env = t.get("env")) {
       const auto* table = env->as_table();

@@ -93,6 +93,9 @@ struct PartitionSpec {
   // possibly multi-threaded process; it may start threads.
   std::function<int()> entry;
   int line = 0;  // source line in the schedule file, 0 when built in code
+  // setpriority() in the child before its first run; -20..19 (below 0 needs
+  // CAP_SYS_NICE: the partition then fails to start, reported by run()).
+  std::optional<int> nice;
 };
 
 struct WindowSpec {
