@@ -46,13 +46,11 @@ RoundTrip round_trip(const costs::VectorSupport& s, costs::VectorState state) {
   costs::ScopedHandler handler(SIGUSR1, &counting_handler);
   costs::ScopedThreadMask unblock(SIG_UNBLOCK, {SIGUSR1});
   const int handled = g_handled.load();
-  RoundTrip r;
-  EXPECT_TRUE(costs::set_vector_state(s, state));
-  r.before = costs::xinuse() & costs::kXstateManaged;
-  EXPECT_EQ(costs::tgkill_raw(getpid(), costs::gettid_raw(), SIGUSR1), 0);
-  r.after = costs::xinuse() & costs::kXstateManaged;
+  const auto t = costs::self_signal_round_trip(s, state, SIGUSR1);
+  EXPECT_TRUE(t.state_set);
+  EXPECT_EQ(t.rc, 0);
   EXPECT_EQ(g_handled.load(), handled + 1) << "the self-signal ran its handler before returning";
-  return r;
+  return RoundTrip{t.xinuse_before, t.xinuse_after};
 }
 
 #define SKIP_WITH(reason)                    \
@@ -180,16 +178,27 @@ TEST(CostsDirected, ProcessDirectedSignalReachesAThreadThatDoesNotBlockIt) {
 }
 
 TEST(CostsQueueing, StandardSignalsMergeRealTimeSignalsQueue) {
+  // Counted with sigtimedwait (drain_pending), not with a handler: what the
+  // kernel kept pending is the fact the burst scenario reports, and
+  // ThreadSanitizer's own handler keeps one slot per signal number.
   for (int signo : {SIGUSR1, SIGRTMIN + 4}) {
-    costs::ScopedHandler handler(signo, &counting_handler);
-    g_handled.store(0);
-    {
-      costs::ScopedThreadMask block(SIG_BLOCK, {signo});
-      for (int i = 0; i < 10; ++i)
-        ASSERT_EQ(costs::tgkill_raw(getpid(), costs::gettid_raw(), signo), 0);
-    }  // unblocked here: every pending instance is delivered before this returns
-    EXPECT_EQ(g_handled.load(), signo == SIGUSR1 ? 1 : 10) << "signal " << signo;
+    costs::ScopedThreadMask block(SIG_BLOCK, {signo});
+    for (int i = 0; i < 10; ++i)
+      ASSERT_EQ(costs::tgkill_raw(getpid(), costs::gettid_raw(), signo), 0);
+    EXPECT_EQ(costs::drain_pending(signo), signo == SIGUSR1 ? 1 : 10) << "signal " << signo;
   }
+}
+
+TEST(CostsQueueing, UnblockDeliversEveryPendingInstanceBeforeReturning) {
+  // The burst scenario times the unblock call as the drain of the queue.
+  const int signo = SIGRTMIN + 4;
+  costs::ScopedHandler handler(signo, &counting_handler);
+  g_handled.store(0);
+  {
+    costs::ScopedThreadMask block(SIG_BLOCK, {signo});
+    ASSERT_EQ(costs::tgkill_raw(getpid(), costs::gettid_raw(), signo), 0);
+  }
+  EXPECT_EQ(g_handled.load(), 1);
 }
 
 TEST(CostsGuards, RestoreDispositionMaskAndItimer) {

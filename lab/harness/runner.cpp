@@ -17,7 +17,11 @@ std::vector<const Scenario*> select_scenarios(const RunOptions& options) {
     if (options.filters.empty()) {
       take = options.suite == "full" || s.in_default_suite;
     } else {
-      for (const auto& pattern : options.filters) take = take || glob_match(pattern, s.name);
+      // Outside the default suite, a glob takes a scenario only with --suite
+      // full; a filter that names it exactly always does.
+      for (const auto& pattern : options.filters)
+        take = take || pattern == s.name ||
+               ((options.suite == "full" || s.in_default_suite) && glob_match(pattern, s.name));
     }
     if (take) selected.push_back(&s);
   }
@@ -181,8 +185,8 @@ std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scena
     const ScenarioResult* num = find(ratio.numerator);
     const ScenarioResult* den = find(ratio.denominator);
     if (num == nullptr || den == nullptr) continue;  // not selected in this run
-    const MetricResult* a = num->primary();
-    const MetricResult* b = den->primary();
+    const MetricResult* a = ratio.metric.empty() ? num->primary() : num->metric(ratio.metric);
+    const MetricResult* b = ratio.metric.empty() ? den->primary() : den->metric(ratio.metric);
     if (a != nullptr && b != nullptr) {
       const double x = statistic(a->summary, ratio.statistic);
       const double y = statistic(b->summary, ratio.statistic);

@@ -124,7 +124,7 @@ struct Scenario {
   Pinning pinning = Pinning::none;
   double budget_s = 0.25;        // per repetition in the default suite; --quick takes 1/5
   std::size_t samples = 20000;   // sample target per repetition; --quick takes 1/10
-  bool in_default_suite = true;  // false: only with --suite full or a --filter naming it
+  bool in_default_suite = true;  // false: only with --suite full or a --filter naming it exactly
   std::function<void(Context&)> run;
 };
 
@@ -148,6 +148,7 @@ struct Ratio {
   std::string numerator;    // scenario name
   std::string denominator;  // scenario name
   std::string statistic = "p50";
+  std::string metric;            // the metric of both scenarios; empty: each one's primary
   double reference = 0.0;        // the published ratio; 0 when none
   std::string reference_source;  // where the published figure comes from, and its machine
   std::string meaning;           // one line: what the ratio tells

@@ -64,8 +64,7 @@ void check_usable(costs::VectorState state, bool handler_avx512) {
   if (!why.empty()) throw SkipScenario(why);
 }
 
-void run_self_signal(Context& ctx, costs::VectorState state, bool handler_avx512,
-                     bool deliver) {
+void run_self_signal(Context& ctx, costs::VectorState state, bool handler_avx512, bool deliver) {
   check_usable(state, handler_avx512);
   const auto& s = support();
   const auto& clock = IntervalClock::get();
@@ -99,8 +98,7 @@ void run_self_signal(Context& ctx, costs::VectorState state, bool handler_avx512
   ctx.counter("state_mismatch", static_cast<double>(mismatches));
   ctx.counter("at_minsigstksz_bytes", static_cast<double>(costs::min_signal_stack_size()));
   ctx.counter("xsave_area_bytes", static_cast<double>(s.xsave_area_bytes));
-  if (!verify && ctx.repetition() == 0)
-    ctx.note("state not verified: " + s.why_not_xinuse());
+  if (!verify && ctx.repetition() == 0) ctx.note("state not verified: " + s.why_not_xinuse());
   if (mismatches != 0)
     ctx.note("XINUSE did not match the claimed state in " + std::to_string(mismatches) +
              " samples");
@@ -122,11 +120,14 @@ Scenario self_signal(costs::VectorState state, bool handler_avx512) {
       " (" + std::to_string(dirty_bytes(state)) +
       " bytes of AVX/AVX-512 state in use, checked with XGETBV(1) where the CPU has it). "
       "Interval clock read on the sending thread before the call and after it returns.";
-  sc.params = {{"state", st}, {"handler", handler}, {"dirty_bytes", std::to_string(dirty_bytes(state))}};
+  sc.params = {
+      {"state", st}, {"handler", handler}, {"dirty_bytes", std::to_string(dirty_bytes(state))}};
   sc.clock = IntervalClock::get().kind();
   sc.budget_s = 0.05;
   sc.samples = 20000;
-  sc.run = [state, handler_avx512](Context& ctx) { run_self_signal(ctx, state, handler_avx512, true); };
+  sc.run = [state, handler_avx512](Context& ctx) {
+    run_self_signal(ctx, state, handler_avx512, true);
+  };
   return sc;
 }
 

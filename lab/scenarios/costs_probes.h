@@ -29,10 +29,12 @@
 #pragma once
 
 #include <elf.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/auxv.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -54,7 +56,6 @@
 #include <vector>
 
 #include "sys/error.h"
-#include "sys/futex.h"
 
 namespace doorbell::lab::costs {
 
@@ -196,20 +197,21 @@ inline void reset_vector_components(const VectorSupport& support, uint64_t mask)
 #if defined(__x86_64__)
   mask &= support.xcr0 & kXstateManaged;
   if (mask == 0) return;
+  // The area lives in thread-local storage, not on the stack: a sanitizer's
+  // stack instrumentation would otherwise clear its redzones with glibc's
+  // memset on the way out, and glibc's EVEX memset itself dirties ZMM16-31.
   struct alignas(64) Area {
     unsigned char legacy[512];
     uint64_t xstate_bv;
     uint64_t xcomp_bv;
     unsigned char reserved[48];
   };
-  Area area;
-  std::memset(&area, 0, sizeof area);
+  static thread_local Area area;  // zero-initialized: XSTATE_BV = XCOMP_BV = 0
   uint32_t mxcsr = 0;
   asm volatile("stmxcsr %0" : "=m"(mxcsr));
-  std::memcpy(area.legacy + 24, &mxcsr, sizeof mxcsr);
-  // The compiler keeps no live values in the upper halves or in ZMM16-31
-  // (this code is not built for AVX), so there is nothing to clobber but
-  // xmm8/xmm16-style scratch that set_vector_state also uses.
+  // Byte-wise, for the same reason as above (no library memcpy).
+  for (std::size_t i = 0; i < sizeof mxcsr; ++i)
+    area.legacy[24 + i] = static_cast<unsigned char>(mxcsr >> (8 * i));
   asm volatile("xrstor %0"
                :
                : "m"(area), "a"(static_cast<uint32_t>(mask)), "d"(static_cast<uint32_t>(mask >> 32))
@@ -262,6 +264,30 @@ inline bool set_vector_state(const VectorSupport& support, VectorState state) no
   (void)state;
 #endif
   return false;
+}
+
+// One self-signal with the vector state set: set the state, read XINUSE,
+// tgkill(self) (the handler runs before the call returns), read XINUSE again.
+// No library call sits between the state change and the reads (the raw
+// syscall is glibc's syscall(), which touches no vector register), so the
+// readings show what the kernel saw and restored. The fpu scenario times the
+// same sequence. xinuse fields are 0 where the CPU does not report XINUSE.
+struct SelfSignalRoundTrip {
+  bool state_set = false;
+  uint64_t xinuse_before = 0;  // masked with kXstateManaged
+  uint64_t xinuse_after = 0;
+  int rc = 0;
+};
+inline SelfSignalRoundTrip self_signal_round_trip(const VectorSupport& support, VectorState state,
+                                                  int signo) noexcept {
+  SelfSignalRoundTrip r;
+  const pid_t pid = getpid();
+  const pid_t tid = gettid_raw();
+  r.state_set = set_vector_state(support, state);
+  if (support.xgetbv1) r.xinuse_before = xinuse() & kXstateManaged;
+  r.rc = tgkill_raw(pid, tid, signo);
+  if (support.xgetbv1) r.xinuse_after = xinuse() & kXstateManaged;
+  return r;
 }
 
 // Dirties AVX-512 state from inside a signal handler (async-signal-safe: a
@@ -485,12 +511,19 @@ inline SigpendingProbeResult probe_sigpending_limit(long limit, int signo,
 
 // ------------------------------------------------ thread-directed delivery
 
-// A group of threads that sleep on a futex word with `signo` unblocked, so a
-// signal may be delivered to any of them. The creating thread is not one of
-// them. stop() (or the destructor) wakes and joins them.
+// A group of threads that sleep in poll() on an eventfd with `signo`
+// unblocked, so a signal may be delivered to any of them. The creating thread
+// is not one of them. stop() (or the destructor) makes the eventfd readable,
+// which wakes them all, and joins them.
+// Why poll and not a futex: ThreadSanitizer runs a handler at once only
+// while the thread is in a call it intercepts as blocking (poll is one); in a
+// raw futex wait the handler would wait until the group stops. The kernel's
+// wake-up path (signal_wake_up, try_to_wake_up) is the same for both.
 class SleepingThreads {
  public:
   SleepingThreads(int count, int signo) {
+    stop_fd_ = eventfd(0, EFD_CLOEXEC);
+    if (stop_fd_ < 0) sys::throw_errno("eventfd");
     tids_.assign(static_cast<std::size_t>(count), 0);
     threads_.reserve(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
@@ -499,19 +532,22 @@ class SleepingThreads {
         sigemptyset(&set);
         sigaddset(&set, signo);
         pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-        // Release: the tid is read by the creator after started_ reaches count.
         __atomic_store_n(&tids_[static_cast<std::size_t>(i)], gettid_raw(), __ATOMIC_RELAXED);
+        // Release: the creator reads the tid after started_ reaches count.
         started_.fetch_add(1, std::memory_order_release);
-        while (stop_word_.load(std::memory_order_acquire) == 0) {
-          sys::futex_wait(reinterpret_cast<const uint32_t*>(&stop_word_), 0, nullptr,
-                          sys::FutexScope::process_private);
+        pollfd pfd{stop_fd_, POLLIN, 0};
+        // EINTR (a handled signal) or a spurious return: wait again.
+        while (poll(&pfd, 1, -1) <= 0 || (pfd.revents & POLLIN) == 0) {
         }
       });
     }
     // Acquire pairs with each thread's release increment: its tid is visible.
     while (started_.load(std::memory_order_acquire) < count) sched_yield();
   }
-  ~SleepingThreads() { stop(); }
+  ~SleepingThreads() {
+    stop();
+    close(stop_fd_);
+  }
   SleepingThreads(const SleepingThreads&) = delete;
   SleepingThreads& operator=(const SleepingThreads&) = delete;
 
@@ -519,17 +555,14 @@ class SleepingThreads {
 
   void stop() noexcept {
     if (threads_.empty()) return;
-    // Release: a thread that sees 1 exits; nothing else is handed over.
-    stop_word_.store(1, std::memory_order_release);
-    sys::futex_wake(reinterpret_cast<const uint32_t*>(&stop_word_), 1 << 30,
-                    sys::FutexScope::process_private);
+    const uint64_t one = 1;
+    if (write(stop_fd_, &one, sizeof one) != sizeof one) sys::fatal("eventfd write", errno);
     for (auto& t : threads_) t.join();
     threads_.clear();
   }
 
  private:
-  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
-  std::atomic<uint32_t> stop_word_{0};
+  int stop_fd_ = -1;
   std::atomic<int> started_{0};
   std::vector<pid_t> tids_;
   std::vector<std::thread> threads_;

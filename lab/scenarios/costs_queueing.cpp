@@ -29,9 +29,13 @@ namespace {
 namespace costs = doorbell::lab::costs;
 
 std::atomic<uint64_t> g_handled{0};
-void counting_handler(int, siginfo_t*, void*) { g_handled.fetch_add(1, std::memory_order_relaxed); }
+void counting_handler(int, siginfo_t*, void*) {
+  g_handled.fetch_add(1, std::memory_order_relaxed);
+}
 
-int rt_signal() { return SIGRTMIN + 4; }
+int rt_signal() {
+  return SIGRTMIN + 4;
+}
 
 // ---------------------------------------------------------------- burst
 
@@ -45,7 +49,8 @@ void run_burst(Context& ctx, bool realtime, int burst) {
   Histogram& drain = ctx.metric("drain_per_delivered");
   uint64_t sent = 0, delivered = 0, eagain = 0, rounds = 0;
   std::size_t n = 0;
-  while (ctx.keep_going(n)) {
+  // One round is a whole burst: check the clock before each.
+  while (n < ctx.samples() && ctx.time_left()) {
     const uint64_t before = g_handled.load(std::memory_order_relaxed);
     uint64_t t_drain0 = 0;
     {
@@ -110,7 +115,8 @@ void run_rlimit(Context& ctx, long limit) {
   std::size_t n = 0;
   uint64_t probes = 0, reached = 0;
   long min_queued = limit + 1, max_queued = 0;
-  while (ctx.keep_going(n)) {
+  // One probe is a fork: check the clock before each, and run at least one.
+  while (probes == 0 || (n < ctx.samples() && ctx.time_left())) {
     const auto r = costs::probe_sigpending_limit(limit, rt_signal());
     if (!r.child_ran) throw std::runtime_error("RLIMIT_SIGPENDING probe: " + r.error);
     ++probes;
@@ -120,9 +126,9 @@ void run_rlimit(Context& ctx, long limit) {
       ++reached;
       failed.record(r.failed_send_ns);
     } else if (ctx.repetition() <= 0) {
-      ctx.note(r.failure_errno == 0
-                   ? "no EAGAIN within " + std::to_string(r.attempts) + " sends"
-                   : std::string("first failure was not EAGAIN: ") + std::strerror(r.failure_errno));
+      ctx.note(r.failure_errno == 0 ? "no EAGAIN within " + std::to_string(r.attempts) + " sends"
+                                    : std::string("first failure was not EAGAIN: ") +
+                                          std::strerror(r.failure_errno));
     }
     min_queued = std::min(min_queued, r.queued);
     max_queued = std::max(max_queued, r.queued);
