@@ -77,8 +77,8 @@ void rtt_measure(Context& ctx, Channel& forward, Channel& back, Control& control
     back.recv();
   }
   std::size_t n = 0;
-  // At least 16 samples even on a machine too loaded for the budget.
-  while (n < 16 || ctx.keep_going(n)) {
+  // At least 8 samples even on a machine too loaded for the budget.
+  while (n < 8 || ctx.keep_going(n)) {
     const uint64_t t0 = clock.read();
     forward.send();
     back.recv();
@@ -404,7 +404,7 @@ std::vector<Scenario> wakeup_scenarios() {
       s.params = {{"method", info.name}, {"pin", pin_name(pin)}};
       s.clock = interval;
       s.pinning = pin;
-      s.budget_s = 0.06;
+      s.budget_s = 0.04;
       s.samples = 20000;
       s.in_default_suite = pin == Pinning::other_core || default_same_core(info.name);
       const std::string method = info.name;
@@ -423,7 +423,7 @@ std::vector<Scenario> wakeup_scenarios() {
     t.params = {{"method", info.name}, {"pin", "other"}};
     t.clock = interval;
     t.pinning = Pinning::other_core;
-    t.budget_s = 0.03;
+    t.budget_s = 0.02;
     t.samples = 2000;
     const std::string method = info.name;
     t.run = [method](Context& ctx) { run_throughput_threads(ctx, method); };
@@ -442,7 +442,7 @@ std::vector<Scenario> wakeup_scenarios() {
     s.params = {{"method", info.name}, {"pin", "other"}};
     s.clock = interval;
     s.pinning = Pinning::other_core;
-    s.budget_s = 0.06;
+    s.budget_s = 0.04;
     s.samples = 20000;
     const std::string method = info.name;
     s.run = [method](Context& ctx) { run_rtt_processes(ctx, method); };
