@@ -78,7 +78,7 @@ void rtt_measure(Context& ctx, Channel& forward, Channel& back, Control& control
   }
   std::size_t n = 0;
   // At least 8 samples even on a machine too loaded for the budget.
-  while (n < 8 || ctx.keep_going(n)) {
+  while (n < 8 || (ctx.keep_going(n) && ctx.time_left())) {
     const uint64_t t0 = clock.read();
     forward.send();
     back.recv();
@@ -196,7 +196,7 @@ void run_throughput_threads(Context& ctx, const std::string& method) {
   std::size_t n = 0;
   uint64_t sent = 0;
   const uint64_t start_ns = monotonic_ns();
-  while (n < 4 || ctx.keep_going(n)) {
+  while (n < 4 || (ctx.keep_going(n) && ctx.time_left())) {
     const uint64_t round = n + 1;
     const uint64_t t0 = clock.read();
     for (uint64_t i = 0; i + 1 < kRoundSends; ++i) channel->send();
@@ -340,7 +340,7 @@ void run_data(Context& ctx, bool use_ring) {
     }
   };
   bool ok = true;
-  while (ok && ctx.keep_going(n)) {
+  while (ok && ctx.keep_going(n) && ctx.time_left()) {
     const uint64_t t0 = clock.read();
     for (uint64_t i = 0; i < kDataRound; ++i) send(seq++);
     while (shared->received.load(std::memory_order_acquire) < seq)
