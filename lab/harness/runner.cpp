@@ -17,11 +17,7 @@ std::vector<const Scenario*> select_scenarios(const RunOptions& options) {
     if (options.filters.empty()) {
       take = options.suite == "full" || s.in_default_suite;
     } else {
-      // Outside the default suite, a glob takes a scenario only with --suite
-      // full; a filter that names it exactly always does.
-      for (const auto& pattern : options.filters)
-        take = take || pattern == s.name ||
-               ((options.suite == "full" || s.in_default_suite) && glob_match(pattern, s.name));
+      for (const auto& pattern : options.filters) take = take || glob_match(pattern, s.name);
     }
     if (take) selected.push_back(&s);
   }

@@ -124,7 +124,7 @@ struct Scenario {
   Pinning pinning = Pinning::none;
   double budget_s = 0.25;        // per repetition in the default suite; --quick takes 1/5
   std::size_t samples = 20000;   // sample target per repetition; --quick takes 1/10
-  bool in_default_suite = true;  // false: only with --suite full or a --filter naming it exactly
+  bool in_default_suite = true;  // false: only with --suite full or a --filter naming it
   std::function<void(Context&)> run;
 };
 

@@ -46,7 +46,7 @@ void run_directed(Context& ctx, bool thread_directed, int threads) {
   std::size_t n = 0;
   // Creating the threads may eat the repetition's budget on a loaded machine
   // or with many threads: take at least kMinSamples anyway, within 2 s.
-  constexpr std::size_t kMinSamples = 50;
+  constexpr std::size_t kMinSamples = 10;
   const uint64_t hard_stop = costs::now_ns() + 2000000000u;
   while (ctx.keep_going(n) || (n < kMinSamples && costs::now_ns() < hard_stop)) {
     const uint64_t before = g_recv_count.load(std::memory_order_acquire);
