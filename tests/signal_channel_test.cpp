@@ -96,6 +96,7 @@ TYPED_TEST(SignalChannelTest, SigqueueCarriesCodeAndValue) {
 }
 
 TYPED_TEST(SignalChannelTest, RealtimeInstancesAreOneEventEachInOrder) {
+  DOORBELL_SKIP_IF_SANITIZER_MERGES_SIGNALS(this->handler());
   const int signo = SIGRTMIN + 1;
   auto channel = this->make({signo});
   constexpr int kCount = 200;
@@ -137,10 +138,10 @@ TYPED_TEST(SignalChannelTest, StandardSignalsCoalesceAtLeastOnePerBurst) {
 }
 
 TYPED_TEST(SignalChannelTest, FdIsLevelTriggered) {
-  auto channel = this->make({SIGUSR1, SIGRTMIN + 2});
+  auto channel = this->make({SIGUSR1, SIGUSR2});
   EXPECT_FALSE(readable(channel.fd(), 0));
-  ASSERT_EQ(sigqueue_value(SIGRTMIN + 2, 1), 0);
-  ASSERT_EQ(sigqueue_value(SIGRTMIN + 2, 2), 0);
+  ASSERT_EQ(::kill(::getpid(), SIGUSR1), 0);
+  ASSERT_EQ(::kill(::getpid(), SIGUSR2), 0);
   EXPECT_TRUE(readable(channel.fd(), 5000));
   ASSERT_TRUE(channel.try_receive().has_value());
   EXPECT_TRUE(readable(channel.fd(), 0)) << "one event still pending";
@@ -150,6 +151,7 @@ TYPED_TEST(SignalChannelTest, FdIsLevelTriggered) {
 }
 
 TYPED_TEST(SignalChannelTest, DispatchRunsCallbackOnCallingThread) {
+  DOORBELL_SKIP_IF_SANITIZER_MERGES_SIGNALS(this->handler());
   auto channel = this->make({SIGRTMIN + 3});
   for (int i = 0; i < 5; ++i) ASSERT_EQ(sigqueue_value(SIGRTMIN + 3, i), 0);
   ASSERT_TRUE(readable(channel.fd(), 5000));
@@ -164,6 +166,7 @@ TYPED_TEST(SignalChannelTest, DispatchRunsCallbackOnCallingThread) {
 }
 
 TYPED_TEST(SignalChannelTest, EventsFromAnotherThreadAllArrive) {
+  DOORBELL_SKIP_IF_SANITIZER_MERGES_SIGNALS(this->handler());
   const int signo = SIGRTMIN + 4;
   auto channel = this->make({signo});
   constexpr int kCount = 500;
@@ -172,14 +175,15 @@ TYPED_TEST(SignalChannelTest, EventsFromAnotherThreadAllArrive) {
       while (sigqueue_value(signo, i) != 0) std::this_thread::yield();  // EAGAIN: queue full
     }
   });
-  int next = 0;
-  while (next < kCount) {
+  std::vector<int> values;
+  while (static_cast<int>(values.size()) < kCount) {
     const auto event = channel.receive(10s);
-    ASSERT_TRUE(event.has_value()) << "stalled at " << next;
-    EXPECT_EQ(static_cast<int>(event->value), next);
-    ++next;
+    if (!event) break;
+    values.push_back(static_cast<int>(event->value));
   }
   sender.join();
+  ASSERT_EQ(static_cast<int>(values.size()), kCount) << "stalled";
+  for (int i = 0; i < kCount; ++i) EXPECT_EQ(values[i], i);
 }
 
 TYPED_TEST(SignalChannelTest, SigchldCarriesChildStatus) {
@@ -417,6 +421,7 @@ TEST(SignalChannelHandler, ForeignHandlerInstalledMeanwhileIsLeftAlone) {
 }
 
 TEST(SignalChannelHandler, RealtimeOverflowIsCounted) {
+  DOORBELL_SKIP_IF_SANITIZER_MERGES_SIGNALS(true);
   const int signo = SIGRTMIN + 6;
   SignalChannel::Options options;
   options.mechanism = SignalMechanism::handler;

@@ -375,7 +375,7 @@ void run_throughput(Context& ctx, Method method) {
   const IntervalClock& clock = IntervalClock::get();
   with_receiver(ctx, method, signo, sink, [&] {
     const pid_t self = ::getpid();
-    constexpr std::size_t kBatch = 64;
+    constexpr std::size_t kBatch = 16;
     std::size_t batches = 0;
     const uint64_t start = monotonic_ns();
     while (ctx.keep_going(batches)) {
@@ -386,7 +386,7 @@ void run_throughput(Context& ctx, Method method) {
       sent += kBatch;
       ++batches;
     }
-    wait_quiet(sink, sent, 5000000ull);
+    wait_quiet(sink, sent, 2000000ull);
     elapsed_ns = monotonic_ns() - start;
   });
   const double delivered = static_cast<double>(sink.delivered.load());
@@ -452,7 +452,7 @@ std::vector<Scenario> make_scenarios() {
             "for raw_handler, the handler itself); the sender waits for it before the next",
         .params = {{"method", name}},
         .clock = ClockKind::monotonic,
-        .budget_s = 0.08,
+        .budget_s = 0.06,
         .samples = 20000,
         .run = [m](Context& ctx) { run_latency(ctx, m); },
     });
@@ -461,15 +461,15 @@ std::vector<Scenario> make_scenarios() {
         .group = "signalchannel",
         .title = "signal flood, " + name,
         .description =
-            "the sender calls kill(getpid(), SIGUSR1) in batches of 64 without waiting; a sample "
-            "is the batch time / 64 on the interval clock (what the sender pays). Counters: "
+            "the sender calls kill(getpid(), SIGUSR1) in batches of 16 without waiting; a sample "
+            "is the batch time / 16 on the interval clock (what the sender pays). Counters: "
             "sent, delivered (user-code runs), coalesced (merges the method reported), "
             "unaccounted (merged by the kernel or dropped), ops_per_s (deliveries per second)",
         .params = {{"method", name}},
         .clock = ClockKind::tsc,
         .primary_metric = "send",
-        .budget_s = 0.04,
-        .samples = 2000,
+        .budget_s = 0.03,
+        .samples = 1024,
         .run = [m](Context& ctx) { run_throughput(ctx, m); },
     });
     all.push_back(Scenario{
@@ -483,7 +483,7 @@ std::vector<Scenario> make_scenarios() {
             "delivered, lost, eagain",
         .params = {{"method", name}},
         .clock = ClockKind::monotonic,
-        .budget_s = 0.03,
+        .budget_s = 0.02,
         .samples = 2048,
         .run = [m](Context& ctx) { run_rt_burst(ctx, m); },
     });
