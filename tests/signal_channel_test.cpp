@@ -256,9 +256,12 @@ TYPED_TEST(SignalChannelTest, StopRestoresDispositionExactly) {
 TYPED_TEST(SignalChannelTest, MasksOfEveryThreadUnchanged) {
   TypeParam::prepare({SIGTERM, SIGUSR1});
   std::atomic<bool> done{false};
+  std::atomic<bool> started{false};
   std::thread helper([&] {
+    started = true;
     while (!done.load()) std::this_thread::sleep_for(1ms);
   });
+  while (!started.load()) std::this_thread::yield();  // its real mask is set by now
   auto read_masks = [] {
     std::vector<std::pair<pid_t, std::string>> masks;
     for (pid_t tid : doorbell::sys::list_threads(::getpid())) {
