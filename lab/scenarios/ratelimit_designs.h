@@ -288,6 +288,7 @@ struct CheckResult {
   uint64_t max_span = 0;             // most admitted by a window and the early ones after it
   uint64_t denied_below_burst = 0;   // denials charged to windows that admitted < burst
   uint64_t underfilled_windows = 0;  // windows with denials and < burst admitted
+  uint64_t min_admitted_when_denied = UINT64_MAX;  // over windows with denials
   uint64_t violations() const noexcept { return over_burst + span_violations; }
 };
 
@@ -312,6 +313,8 @@ inline CheckResult check(const std::vector<Tally>& tallies, uint32_t burst, uint
     r.denied += denied[i];
     r.max_admitted = std::max(r.max_admitted, admitted[i]);
     if (admitted[i] > burst) ++r.over_burst;
+    if (denied[i] != 0)
+      r.min_admitted_when_denied = std::min(r.min_admitted_when_denied, admitted[i]);
     if (denied[i] != 0 && admitted[i] < burst) {
       r.denied_below_burst += denied[i];
       ++r.underfilled_windows;
