@@ -122,9 +122,10 @@ void print(const char* what, int threads, const StressRun& r) {
       (unsigned long long)r.result.max_span, (unsigned long long)r.result.denied_below_burst);
 }
 
-// Ours, one shared word or sharded, n = 1 per call.
-StressRun run_ours(int threads, uint32_t burst, uint32_t lease, uint64_t windows) {
-  OurLimiter<ChaosHooks> ours(kIntervalTicks, burst, lease, 1);
+// Ours, one shared word or sharded (lease > 0), n = 1 per call.
+template <bool kSharded>
+StressRun run_ours_impl(int threads, uint32_t burst, uint32_t lease, uint64_t windows) {
+  OurLimiter<ChaosHooks, kSharded> ours(kIntervalTicks, burst, lease, 1);
   StressRun r = run_stress(
       threads, windows, cap_s(),
       [&](int, uint64_t now, Tally& tally) { tally.add(ours.call(now)); }, burst, nullptr);
@@ -133,6 +134,10 @@ StressRun run_ours(int threads, uint32_t burst, uint32_t lease, uint64_t windows
   EXPECT_EQ(ours.reported() + flushed, r.result.denied) << "threads " << threads;
   EXPECT_EQ(ours.limiter().suppressed_total(), r.result.denied);
   return r;
+}
+StressRun run_ours(int threads, uint32_t burst, uint32_t lease, uint64_t windows) {
+  return lease == 0 ? run_ours_impl<false>(threads, burst, 0, windows)
+                    : run_ours_impl<true>(threads, burst, lease, windows);
 }
 
 TEST(RateLimiterStress, SingleWord_Heavy_WithDelays_NeverOverBurst_NoFalseSuppression) {
@@ -190,7 +195,8 @@ TEST(RateLimiterStress, Sharded_NeverLimits_WithDelays_NoDenials) {
 TEST(RateLimiterStress, AllowN_WithDelays_NeverOverBurstEvents) {
   constexpr uint32_t kBurst = 32;
   for (int threads : {2, 4}) {
-    detail::BasicRateLimiter<ChaosHooks> limiter{std::chrono::nanoseconds(kIntervalTicks), kBurst};
+    detail::BasicRateLimiter<ChaosHooks, false> limiter{std::chrono::nanoseconds(kIntervalTicks),
+                                                        kBurst};
     const uint32_t base = limiter.window_of(1);
     std::atomic<uint64_t> denied_events{0};
     const StressRun r = run_stress(

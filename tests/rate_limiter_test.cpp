@@ -54,9 +54,14 @@ TEST(RateLimiter, BadOptions_Throw) {
   EXPECT_THROW((RateLimiter{milliseconds(1), RateLimitOptions::kMaxBurst + 1}),
                std::invalid_argument);
   EXPECT_THROW(
-      (RateLimiter{RateLimitOptions{milliseconds(1), 10, RateLimitOptions::kMaxLease + 1}}),
+      (ShardedRateLimiter{RateLimitOptions{milliseconds(1), 10, RateLimitOptions::kMaxLease + 1}}),
       std::invalid_argument);
   EXPECT_NO_THROW((RateLimiter{milliseconds(1), RateLimitOptions::kMaxBurst}));
+  EXPECT_THROW((RateLimiter{RateLimitOptions{milliseconds(1), 10, 4}}), std::invalid_argument);
+  ShardedRateLimiter automatic{RateLimitOptions{milliseconds(1), 100000, 0}};
+  EXPECT_EQ(automatic.lease(), 64u);
+  ShardedRateLimiter small{RateLimitOptions{milliseconds(1), 10, 0}};
+  EXPECT_EQ(small.lease(), 1u);
 }
 
 TEST(RateLimiter, AdmitsBurstPerWindow_ThenDenies) {
@@ -219,7 +224,7 @@ TEST(RateLimiter, DefaultClock_IsCoarseAndUsable) {
 }
 
 TEST(RateLimiter, Sharded_SingleThread_ExactPerWindow) {
-  RateLimiter limiter{RateLimitOptions{milliseconds(1), 10, 4}};
+  ShardedRateLimiter limiter{RateLimitOptions{milliseconds(1), 10, 4}};
   EXPECT_EQ(limiter.lease(), 4u);
   for (int window = 1; window <= 5; ++window) {
     const uint64_t t = static_cast<uint64_t>(window) * kMs;
@@ -232,7 +237,7 @@ TEST(RateLimiter, Sharded_SingleThread_ExactPerWindow) {
 }
 
 TEST(RateLimiter, Sharded_LeaseLargerThanBurst_IsCutAtBurst) {
-  RateLimiter limiter{RateLimitOptions{milliseconds(1), 3, 64}};
+  ShardedRateLimiter limiter{RateLimitOptions{milliseconds(1), 3, 64}};
   int admitted = 0;
   for (int i = 0; i < 10; ++i) admitted += limiter.allow_at(kMs) ? 1 : 0;
   EXPECT_EQ(admitted, 3);

@@ -70,7 +70,7 @@
 //  shared word's). A limiter occupies 1088 bytes. For very many limiters
 //  (one per flow), prefer a few limiters keyed by class.
 //
-// Sharded mode (RateLimitOptions::lease > 0)
+// ShardedRateLimiter (same interface; RateLimitOptions::lease)
 //  For limiters that are hot and rarely limiting. A thread's slot leases
 //  `lease` tokens at a time from the shared word and then admits from its
 //  slot without touching the shared word. Exactness is kept (tokens are
@@ -136,8 +136,9 @@ struct RateLimitOptions {
   std::chrono::nanoseconds interval{0};
   // Events admitted per window; at most RateLimitOptions::kMaxBurst.
   uint32_t burst = 0;
-  // 0: one shared word (the default). > 0: sharded mode, each slot leases
-  // this many tokens at a time; at most kMaxLease.
+  // ShardedRateLimiter only: each slot leases this many tokens at a time
+  // (0: burst / 64 clamped to 1..64); at most kMaxLease. Must be 0 for
+  // RateLimiter.
   uint32_t lease = 0;
 
   static constexpr uint32_t kMaxBurst = 1u << 31;
@@ -177,37 +178,50 @@ namespace detail {
 // CLOCK_MONOTONIC_COARSE in nanoseconds (vDSO; async-signal-safe).
 uint64_t coarse_now_ns() noexcept;
 
-// This thread's number, starting at 1, assigned at its first call.
-inline constinit thread_local uint32_t tl_rate_limit_thread = 0;
+inline constexpr unsigned kRateLimitSlots = 16;
+inline constexpr unsigned kRateLimitSlotSize = 64;
+
+// This thread's slot, as the byte offset of its slot plus one slot size (so
+// that 0 means "not assigned yet"). Threads are numbered in order of their
+// first call to any limiter; slot = number % kRateLimitSlots.
+inline constinit thread_local uint32_t tl_rate_limit_slot = 0;
 inline constinit std::atomic<uint32_t> g_rate_limit_threads{0};
 
-inline uint32_t rate_limit_thread_number() noexcept {
-  uint32_t t = tl_rate_limit_thread;
-  if (t == 0) [[unlikely]] {
+inline uint32_t rate_limit_slot_offset() noexcept {
+  uint32_t offset = tl_rate_limit_slot;
+  if (offset == 0) [[unlikely]] {
     // A signal handler interrupting this assignment assigns its own number;
-    // whichever store lands last wins. Both are valid numbers.
-    t = g_rate_limit_threads.fetch_add(1, std::memory_order_relaxed) + 1;
-    tl_rate_limit_thread = t;
+    // whichever store lands last wins. Both are valid slots.
+    const uint32_t n = g_rate_limit_threads.fetch_add(1, std::memory_order_relaxed);
+    offset = (n % kRateLimitSlots + 1) * kRateLimitSlotSize;
+    tl_rate_limit_slot = offset;
   }
-  return t;
+  return offset;
 }
 
-template <typename Hooks>
+template <typename Hooks, bool kSharded>
 class BasicRateLimiter {
  public:
-  static constexpr unsigned kSlots = 16;
+  static constexpr unsigned kSlots = kRateLimitSlots;
 
   // Disabled: never limits. Same as a zero-filled object.
   constexpr BasicRateLimiter() noexcept = default;
 
-  // Throws std::invalid_argument for a negative interval, burst > kMaxBurst
-  // or lease > kMaxLease.
+  // Throws std::invalid_argument for a negative interval, burst > kMaxBurst,
+  // lease > kMaxLease, or a lease given to the single-word RateLimiter.
+  // ShardedRateLimiter with lease 0 picks burst / 64, clamped to 1..64.
   explicit BasicRateLimiter(RateLimitOptions options) {
     if (options.interval.count() < 0) throw std::invalid_argument("RateLimiter: negative interval");
     if (options.burst > RateLimitOptions::kMaxBurst)
       throw std::invalid_argument("RateLimiter: burst above 2^31");
     if (options.lease > RateLimitOptions::kMaxLease)
       throw std::invalid_argument("RateLimiter: lease above 2^16");
+    if (!kSharded && options.lease != 0)
+      throw std::invalid_argument("RateLimiter: a lease needs ShardedRateLimiter");
+    if (kSharded && options.lease == 0) {
+      const uint32_t auto_lease = options.burst / (4 * kSlots);
+      options.lease = auto_lease < 1 ? 1 : (auto_lease > 64 ? 64 : auto_lease);
+    }
     interval_ns_ = static_cast<uint64_t>(options.interval.count());
     // window = mulhi(now, inverse): monotone in now, one multiply, and each
     // window is 2^64 / inverse >= interval nanoseconds long.
@@ -273,6 +287,7 @@ class BasicRateLimiter {
   }
   uint32_t burst() const noexcept { return burst_; }
   uint32_t lease() const noexcept { return lease_; }
+  static constexpr bool sharded() noexcept { return kSharded; }
   bool enabled() const noexcept { return interval_ns_ != 0; }
 
   // The window number a timestamp falls in.
@@ -317,7 +332,13 @@ class BasicRateLimiter {
     std::atomic<uint64_t> lease{0};   // sharded mode: window:32 | tokens left:32
   };
 
-  Slot& my_slot() noexcept { return slots_[rate_limit_thread_number() % kSlots]; }
+  // The slot address is the TLS offset added to the slot array (one load,
+  // one add).
+  Slot& my_slot() noexcept {
+    static_assert(sizeof(Slot) == kRateLimitSlotSize);
+    return *reinterpret_cast<Slot*>(reinterpret_cast<char*>(slots_) +
+                                    (rate_limit_slot_offset() - kRateLimitSlotSize));
+  }
 
   void count_miss(uint32_t n) noexcept {
     // An RMW on this thread's own line: exact even when a signal handler on
@@ -342,25 +363,32 @@ class BasicRateLimiter {
   template <bool kReport>
   RateLimitVerdict decide(uint64_t now_ns, uint32_t n) noexcept {
     const uint32_t window = window_of(now_ns);
-    if (n == 0) return {true, 0, window};
-    if (lease_ != 0 && n == 1) return decide_leased<kReport>(window);
+    if (n == 0) [[unlikely]]
+      return {true, 0, window};
+    if (kSharded && n == 1) return decide_leased<kReport>(window);
     uint64_t w = word_.load(std::memory_order_relaxed);
     Hooks::point(RateLimitRacePoint::after_load);
     for (;;) {
-      if (must_open(window, w)) {
-        // The caller's window is newer than the word's: open it. The CAS is
-        // the whole reset (new window and its first count in one store), so
-        // there is no moment where one is visible without the other. A
-        // failed CAS means someone else changed the word; re-decide on the
-        // value it returned.
-        const bool fits = n <= burst_;
-        Hooks::point(RateLimitRacePoint::before_open);
-        if (word_.compare_exchange_weak(w, pack(window, fits ? n : 0), std::memory_order_relaxed)) {
-          Hooks::point(RateLimitRacePoint::after_open);
-          if (!fits) count_miss(n);
-          return {fits, kReport ? take_report() : 0, window};
+      // Fast test: the word is in the caller's window. Otherwise open the
+      // caller's window if the word's is older, far ahead (wrapped), or the
+      // word was never opened (zero; when the caller's window is 0 too,
+      // counting on from the zero word is the same as opening window 0).
+      if (window_part(w) != window) [[unlikely]] {
+        if (w == 0 || !charged_to(window, window_part(w))) {
+          // The CAS is the whole reset (new window and its first count in
+          // one store), so there is no moment where one is visible without
+          // the other. A failed CAS means someone else changed the word;
+          // re-decide on the value it returned.
+          const bool fits = n <= burst_;
+          Hooks::point(RateLimitRacePoint::before_open);
+          if (word_.compare_exchange_weak(w, pack(window, fits ? n : 0),
+                                          std::memory_order_relaxed)) {
+            Hooks::point(RateLimitRacePoint::after_open);
+            if (!fits) count_miss(n);
+            return {fits, kReport ? take_report() : 0, window};
+          }
+          continue;
         }
-        continue;
       }
       // The word's window is the caller's, or newer (the caller's clock is
       // behind): the call is charged to the word's window.
@@ -377,7 +405,8 @@ class BasicRateLimiter {
         // burst are admitted. The returned window may be newer than w's (a
         // window opened meanwhile): the call is charged to that one.
         const uint64_t old = word_.fetch_add(1, std::memory_order_relaxed);
-        if (count_part(old) < burst_) return {true, 0, window_part(old)};
+        if (count_part(old) < burst_) [[likely]]
+          return {true, 0, window_part(old)};
         count_miss(1);
         return {false, 0, window_part(old)};
       }
@@ -387,14 +416,34 @@ class BasicRateLimiter {
     }
   }
 
-  // Sharded mode, one event.
+  // Sharded mode, one event. The common cases are inline: a token from the
+  // slot's lease for this window, or a denial when the slot is empty and the
+  // shared word's window (the caller's) is full. Everything else refills.
   template <bool kReport>
   RateLimitVerdict decide_leased(uint32_t window) noexcept {
     Slot& slot = my_slot();
     uint64_t l = slot.lease.load(std::memory_order_relaxed);
+    if (window_part(l) == window && count_part(l) > 0) [[likely]] {
+      Hooks::point(RateLimitRacePoint::before_lease_take);
+      // Fails only when a thread sharing the slot, or a signal handler,
+      // changed the lease; the refill path then re-decides.
+      if (slot.lease.compare_exchange_weak(l, l - 1, std::memory_order_relaxed))
+        return {true, 0, window};
+    }
+    if (count_part(l) == 0) {
+      const uint64_t w = word_.load(std::memory_order_relaxed);
+      if (window_part(w) == window && count_part(w) >= burst_) {
+        slot.missed.fetch_add(1, std::memory_order_relaxed);
+        return {false, 0, window};
+      }
+    }
+    return refill<kReport>(window, slot);
+  }
+
+  template <bool kReport>
+  [[gnu::noinline]] RateLimitVerdict refill(uint32_t window, Slot& slot) noexcept {
+    uint64_t l = slot.lease.load(std::memory_order_relaxed);
     // Tokens leased for the caller's window or a newer one can be spent.
-    // The CAS only fails when a thread sharing the slot, or a signal
-    // handler, changed the lease.
     while (count_part(l) > 0 && charged_to(window, window_part(l))) {
       Hooks::point(RateLimitRacePoint::before_lease_take);
       if (slot.lease.compare_exchange_weak(l, l - 1, std::memory_order_relaxed))
@@ -472,7 +521,9 @@ class BasicRateLimiter {
 }  // namespace detail
 
 // The limiter. See the top of this file.
-using RateLimiter = detail::BasicRateLimiter<NoRateLimitHooks>;
+using RateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, false>;
+// Sharded mode: per-slot leases of RateLimitOptions::lease tokens.
+using ShardedRateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, true>;
 
 // The default clock's resolution (clock_getres(CLOCK_MONOTONIC_COARSE)), in
 // nanoseconds. Intervals much shorter than this need allow_at().
