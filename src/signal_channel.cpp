@@ -200,10 +200,6 @@ sigset_t block_signals_before_threads(const std::vector<int>& signals) {
   return previous;
 }
 
-void restore_signal_mask(const sigset_t& mask) noexcept {
-  pthread_sigmask(SIG_SETMASK, &mask, nullptr);
-}
-
 SignalChannel::SignalChannel(const std::vector<int>& signals, const Options& options) {
   if (signals.empty()) throw std::invalid_argument("SignalChannel: no signals");
   for (const int signo : signals) {

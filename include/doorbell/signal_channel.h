@@ -112,6 +112,8 @@
 #include <string>
 #include <vector>
 
+#include "doorbell/signal_receiver.h"  // restore_signal_mask
+
 namespace doorbell {
 
 namespace detail {
@@ -238,8 +240,8 @@ class SignalChannel {
 // std::invalid_argument for a refused signal (see above).
 sigset_t block_signals_before_threads(const std::vector<int>& signals);
 
-// Sets the calling thread's mask to `mask` (pthread_sigmask SIG_SETMASK).
-void restore_signal_mask(const sigset_t& mask) noexcept;
+// restore_signal_mask(mask), declared in doorbell/signal_receiver.h (shared
+// with SignalReceiver), sets the calling thread's mask back.
 
 // Whether the channel would refuse `signo`, and why (nullptr when not).
 const char* refused_signal_reason(int signo) noexcept;
