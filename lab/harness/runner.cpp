@@ -181,8 +181,8 @@ std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scena
     const ScenarioResult* num = find(ratio.numerator);
     const ScenarioResult* den = find(ratio.denominator);
     if (num == nullptr || den == nullptr) continue;  // not selected in this run
-    const MetricResult* a = num->primary();
-    const MetricResult* b = den->primary();
+    const MetricResult* a = ratio.metric.empty() ? num->primary() : num->metric(ratio.metric);
+    const MetricResult* b = ratio.metric.empty() ? den->primary() : den->metric(ratio.metric);
     if (a != nullptr && b != nullptr) {
       const double x = statistic(a->summary, ratio.statistic);
       const double y = statistic(b->summary, ratio.statistic);
