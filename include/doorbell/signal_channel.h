@@ -37,7 +37,11 @@
 //     that arrive before the consumer reads the first one, and counts them
 //     in SignalEvent::coalesced and SignalChannelStats::coalesced.
 //   - Real-time signals (SIGRTMIN..SIGRTMAX) are one event per instance,
-//     in the order of arrival, each with its si_value. The kernel's limit
+//     each with its si_value. signalfd reads them in the kernel's queue
+//     order. With the handler mechanism they come in the order the handlers
+//     recorded them: when several threads leave the signal unblocked, two
+//     instances handled at once on two threads may swap places; leave it
+//     unblocked in one thread only if order matters. The kernel's limit
 //     (RLIMIT_SIGPENDING) shows at the sender as EAGAIN from sigqueue(3);
 //     the handler mechanism's own queue (Options::realtime_capacity) counts
 //     what it could not keep in SignalChannelStats::overflowed. Nothing is
