@@ -109,8 +109,9 @@ double Histogram::percentile(double p) const noexcept {
 void Histogram::for_each_bucket(const std::function<void(double, double, uint64_t)>& visit) const {
   for (int i = 0; i < kBucketCount; ++i) {
     if (counts_[i] == 0) continue;
-    const double lower = static_cast<double>(lower_of(i)) / 1000.0;
-    visit(lower, lower + static_cast<double>(width_of(i)) / 1000.0, counts_[i]);
+    const uint64_t lower = lower_of(i);
+    visit(static_cast<double>(lower) / 1000.0, static_cast<double>(lower + width_of(i)) / 1000.0,
+          counts_[i]);
   }
 }
 
