@@ -4,11 +4,13 @@
 // threads, for stock delivery and for the two user-space remedies.
 //
 // One repetition: fork a target process (main thread busy or asleep, plus K
-// threads spinning, all SCHED_OTHER), then fork a sender process (SCHED_FIFO
-// when permitted) that sends one real-time signal at a time: it waits 2-5 ms
+// threads spinning, all SCHED_OTHER, in a session and so an autogroup of its
+// own), then fork a sender process (SCHED_FIFO when permitted) that sends one
+// real-time signal at a time for the repetition's budget: it waits 2-5 ms
 // (uniform), stamps send0, sends, stamps send1, then waits until the target
-// has handled that signal (or 250 ms) before the next, so signals never
-// queue behind each other and every one is accounted for. The target stamps
+// has handled that signal (at most 250 ms, 50 ms with --quick) before the
+// next, so signals never queue behind each other and every one is
+// accounted for (sent, handled, lost, late). The target stamps
 // handler (or receiver callback) entry and exit. All stamps are
 // CLOCK_MONOTONIC in shared memory.
 //
