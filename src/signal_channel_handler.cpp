@@ -1,5 +1,6 @@
 // The handler mechanism: a minimal SA_SIGINFO handler records each signal
-// in a lock-free queue and writes an eventfd; the consumer reads the queue.
+// in a lock-free queue and rings an EventNotifier; the consumer reads the
+// queue.
 //
 // Process-wide registry (one per process, guarded by g_mutex except where
 // the handler reads it):
@@ -25,7 +26,10 @@
 // never blocks, so it is safe in handlers. Standard signals have at most one
 // record each in the queue (pending[signo] counts the merged ones), so they
 // never overflow; real-time ones are bounded by realtime_capacity and
-// counted when dropped. Records are published with a release store of the
+// counted when dropped. The wake-up is an EventNotifier (armed handshake):
+// a handler writes the eventfd only when the consumer has found the queue
+// empty and re-armed, so a flood costs one write per drain, not per signal.
+// Records are published with a release store of the
 // cell's sequence and read after an acquire load of it.
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -41,6 +45,7 @@
 #include <new>
 #include <string>
 
+#include "doorbell/event_notifier.h"
 #include "signal_channel_backend.h"
 #include "sys/error.h"
 #include "sys/fd.h"
@@ -64,12 +69,13 @@ class HandlerCore {
     for (int signo : signals) mask_ |= bit_of(signo);
     for (std::size_t i = 0; i < capacity_; ++i)
       cells_[i].sequence.store(i, std::memory_order_relaxed);
-    eventfd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-    if (!eventfd_) sys::throw_errno("SignalChannel: eventfd");
+    // Armed from the start: nobody has read fd() yet, so the first event
+    // must write it.
+    notifier_.arm();
   }
 
   std::uint64_t mask() const noexcept { return mask_; }
-  int fd() const noexcept { return eventfd_.get(); }
+  int fd() const noexcept { return notifier_.fd(); }
 
   // In a handler.
   void record(int signo, const siginfo_t* info) noexcept {
@@ -90,25 +96,36 @@ class HandlerCore {
     wake();
   }
 
-  void wake() noexcept {
-    const std::uint64_t one = 1;
-    ssize_t n;
-    do n = ::write(eventfd_.get(), &one, sizeof one);
-    while (n < 0 && errno == EINTR);
-  }
+  // Writes the eventfd only when the consumer is armed (it found the queue
+  // empty and went back to its poller); otherwise one atomic.
+  void wake() noexcept { notifier_.notify(); }
 
   // Consumer.
   std::optional<SignalEvent> try_receive() noexcept {
     SignalEvent event;
+    // While events remain, fd() stays readable: it was written when the
+    // first of them arrived (we were armed) and is drained only below, on
+    // the way to reporting "empty".
     if (!pop(event)) {
-      // Empty: clear the eventfd, then look once more. A push that lands
-      // after this pop writes the eventfd again, so fd() stays readable
-      // whenever an event is waiting.
-      std::uint64_t count;
-      ssize_t n;
-      do n = ::read(eventfd_.get(), &count, sizeof count);
-      while (n < 0 && errno == EINTR);
-      if (!pop(event)) return std::nullopt;
+      for (;;) {
+        // Empty: drain the eventfd (consume(true) reads it whatever the
+        // state, which also clears a late write from a notifier that saw us
+        // armed earlier), then look once more.
+        notifier_.consume(true);
+        if (pop(event)) {
+          // A push raced the drain. More may follow it while nobody is
+          // armed, so make fd() readable again until a later call finds the
+          // queue empty. Rare: one write per such race.
+          const std::uint64_t one = 1;
+          ssize_t n;
+          do n = ::write(notifier_.fd(), &one, sizeof one);
+          while (n < 0 && errno == EINTR);
+          break;
+        }
+        // Arm for the next event; false: a notify() slipped in between, so
+        // look again instead of going to sleep.
+        if (notifier_.arm()) return std::nullopt;
+      }
     }
     if (event.signal < SIGRTMIN) {
       const std::uint64_t merged = pending_[event.signal].exchange(0, std::memory_order_acq_rel);
@@ -185,7 +202,7 @@ class HandlerCore {
   std::atomic<std::uint64_t> pending_[32] = {};  // standard signals 1..31
   std::atomic<std::size_t> realtime_outstanding_{0};
   std::atomic<std::uint64_t> signals_{0}, events_{0}, coalesced_{0}, overflowed_{0};
-  sys::UniqueFd eventfd_;
+  EventNotifier notifier_;
 };
 
 struct SignalSlot {
