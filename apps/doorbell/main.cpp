@@ -32,7 +32,9 @@ CommandRegistrar::CommandRegistrar(std::string name, int order, CommandSetup set
   entries().push_back({std::move(name), order, std::move(setup)});
 }
 
-void set_exit_code(int code) { exit_code() = code; }
+void set_exit_code(int code) {
+  exit_code() = code;
+}
 
 }  // namespace doorbell::cli
 

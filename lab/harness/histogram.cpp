@@ -9,10 +9,10 @@
 namespace doorbell::lab {
 
 namespace {
-constexpr int kSubBucketBits = 8;                          // 256 exact values first
-constexpr int kSubBucketCount = 1 << kSubBucketBits;       // 256
-constexpr int kSubBucketHalf = kSubBucketCount / 2;        // 128 per power of two
-constexpr int kTopBit = 49;                                // values < 2^50 ps
+constexpr int kSubBucketBits = 8;                     // 256 exact values first
+constexpr int kSubBucketCount = 1 << kSubBucketBits;  // 256
+constexpr int kSubBucketHalf = kSubBucketCount / 2;   // 128 per power of two
+constexpr int kTopBit = 49;                           // values < 2^50 ps
 constexpr int kBucketCount = kSubBucketCount + (kTopBit - kSubBucketBits + 1) * kSubBucketHalf;
 constexpr uint64_t kMaxTrackable = (uint64_t{1} << (kTopBit + 1)) - 1;
 }  // namespace
@@ -22,8 +22,8 @@ Histogram::Histogram() : counts_(kBucketCount, 0) {}
 int Histogram::index_of(uint64_t ps) noexcept {
   if (ps > kMaxTrackable) ps = kMaxTrackable;
   if (ps < kSubBucketCount) return static_cast<int>(ps);
-  const int msb = 63 - std::countl_zero(ps);    // >= 8
-  const int shift = msb - (kSubBucketBits - 1);  // >= 1
+  const int msb = 63 - std::countl_zero(ps);      // >= 8
+  const int shift = msb - (kSubBucketBits - 1);   // >= 1
   const int sub = static_cast<int>(ps >> shift);  // in [128, 256)
   return kSubBucketCount + (shift - 1) * kSubBucketHalf + (sub - kSubBucketHalf);
 }
@@ -106,12 +106,12 @@ double Histogram::percentile(double p) const noexcept {
   return max_;
 }
 
-void Histogram::for_each_bucket(
-    const std::function<void(double, double, uint64_t)>& visit) const {
+void Histogram::for_each_bucket(const std::function<void(double, double, uint64_t)>& visit) const {
   for (int i = 0; i < kBucketCount; ++i) {
     if (counts_[i] == 0) continue;
-    const double lower = static_cast<double>(lower_of(i)) / 1000.0;
-    visit(lower, lower + static_cast<double>(width_of(i)) / 1000.0, counts_[i]);
+    const uint64_t lower = lower_of(i);
+    visit(static_cast<double>(lower) / 1000.0, static_cast<double>(lower + width_of(i)) / 1000.0,
+          counts_[i]);
   }
 }
 

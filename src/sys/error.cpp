@@ -8,7 +8,9 @@
 
 namespace doorbell::sys {
 
-void throw_errno(std::string_view what) { throw_errno(errno, what); }
+void throw_errno(std::string_view what) {
+  throw_errno(errno, what);
+}
 
 void throw_errno(int error, std::string_view what) {
   throw std::system_error(error, std::generic_category(), std::string(what));

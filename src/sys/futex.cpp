@@ -15,7 +15,8 @@ int futex_wait(const uint32_t* word, uint32_t expected, const timespec* deadline
   // absent the clock is CLOCK_MONOTONIC.
   int op = FUTEX_WAIT_BITSET;
   if (scope == FutexScope::process_private) op |= FUTEX_PRIVATE_FLAG;
-  const long rc = ::syscall(SYS_futex, word, op, expected, deadline, nullptr, FUTEX_BITSET_MATCH_ANY);
+  const long rc =
+      ::syscall(SYS_futex, word, op, expected, deadline, nullptr, FUTEX_BITSET_MATCH_ANY);
   return rc == 0 ? 0 : -errno;
 }
 

@@ -35,9 +35,12 @@ sigset_t parse_proc_sigmask(const std::string& hex) {
   for (int i = 0; i < digits; ++i) {
     const char c = hex[digits - 1 - i];
     int nibble = 0;
-    if (c >= '0' && c <= '9') nibble = c - '0';
-    else if (c >= 'a' && c <= 'f') nibble = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') nibble = c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+      nibble = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      nibble = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      nibble = c - 'A' + 10;
     for (int bit = 0; bit < 4; ++bit) {
       if ((nibble & (1 << bit)) == 0) continue;
       const int signo = i * 4 + bit + 1;
@@ -65,17 +68,25 @@ std::optional<ThreadSignalState> read_thread_signal_state(pid_t pid, pid_t tid) 
     std::string value = line.substr(colon + 1);
     const auto first = value.find_first_not_of(" \t");
     value = first == std::string::npos ? std::string() : value.substr(first);
-    if (key == "State" && !value.empty()) state.state = value[0];
-    else if (key == "SigBlk") state.blocked = parse_proc_sigmask(value), saw_blocked = true;
-    else if (key == "SigPnd") state.pending = parse_proc_sigmask(value);
-    else if (key == "ShdPnd") state.shared_pending = parse_proc_sigmask(value);
-    else if (key == "SigIgn") state.ignored = parse_proc_sigmask(value);
-    else if (key == "SigCgt") state.caught = parse_proc_sigmask(value);
+    if (key == "State" && !value.empty())
+      state.state = value[0];
+    else if (key == "SigBlk")
+      state.blocked = parse_proc_sigmask(value), saw_blocked = true;
+    else if (key == "SigPnd")
+      state.pending = parse_proc_sigmask(value);
+    else if (key == "ShdPnd")
+      state.shared_pending = parse_proc_sigmask(value);
+    else if (key == "SigIgn")
+      state.ignored = parse_proc_sigmask(value);
+    else if (key == "SigCgt")
+      state.caught = parse_proc_sigmask(value);
   }
   if (!saw_blocked) return std::nullopt;
   return state;
 }
 
-pid_t current_tid() noexcept { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+pid_t current_tid() noexcept {
+  return static_cast<pid_t>(::syscall(SYS_gettid));
+}
 
 }  // namespace doorbell::sys

@@ -1,0 +1,126 @@
+// doorbell bench: run the lab.
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "apps/doorbell/command.h"
+#include "lab/harness/results.h"
+#include "lab/harness/runner.h"
+
+namespace doorbell::cli {
+namespace {
+
+struct BenchOptions {
+  bool list = false;
+  std::vector<std::string> filters;
+  bool quick = false;
+  int repeat = 0;  // 0: 5, or 3 with --quick
+  std::string suite = "default";
+  std::string json_path;
+  std::string csv_path;
+  std::string out_dir;
+  bool no_progress = false;
+};
+
+std::string default_out_dir() {
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
+  return std::string("results/") + stamp;
+}
+
+void list_scenarios(const std::vector<const lab::Scenario*>& selected) {
+  std::string group;
+  for (const auto* s : selected) {
+    if (s->group != group) {
+      group = s->group;
+      std::cout << group << "\n";
+    }
+    std::cout << fmt::format("  {:<52} {}{}\n", s->name, s->title,
+                             s->in_default_suite ? "" : "  [full suite]");
+  }
+  std::cout << selected.size() << " scenarios\n";
+}
+
+void run_bench(const BenchOptions& o) {
+  lab::RunOptions options;
+  options.filters = o.filters;
+  options.quick = o.quick;
+  options.suite = o.suite;
+  options.repetitions = o.repeat > 0 ? o.repeat : (o.quick ? 3 : 5);
+  options.progress = !o.no_progress;
+  const auto selected = lab::select_scenarios(options);
+  if (selected.empty()) {
+    std::string what = o.filters.empty() ? "suite '" + o.suite + "'" : "--filter";
+    for (const auto& f : o.filters) what += " '" + f + "'";
+    throw UsageError("no scenario matches " + what + "; 'doorbell bench --list' shows them");
+  }
+  if (o.list) {
+    list_scenarios(selected);
+    return;
+  }
+  // Decide where results go before running, so a bad path fails early.
+  std::string json_path = o.json_path;
+  std::string csv_path = o.csv_path;
+  std::string out_dir;
+  if (json_path.empty() && csv_path.empty()) {
+    out_dir = o.out_dir.empty() ? default_out_dir() : o.out_dir;
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec)
+      throw UsageError("cannot create the results directory '" + out_dir + "': " + ec.message());
+    json_path = out_dir + "/results.json";
+    csv_path = out_dir + "/results.csv";
+  }
+  const lab::RunResults results = lab::run_scenarios(options, selected);
+  lab::print_table(results, std::cout);
+  std::cout << "\n";
+  if (!json_path.empty()) {
+    lab::write_json(results, DOORBELL_VERSION, json_path);
+    std::cout << "results (JSON): " << json_path << "\n";
+  }
+  if (!csv_path.empty()) {
+    lab::write_csv(results, csv_path);
+    std::cout << "results (CSV):  " << csv_path << "\n";
+  }
+  int failed = 0;
+  for (const auto& r : results.scenarios)
+    if (r.status == lab::ScenarioResult::Status::failed) ++failed;
+  if (failed > 0) {
+    std::cerr << "doorbell bench: " << failed << " scenario(s) failed; see the table\n";
+    set_exit_code(1);
+  }
+}
+
+const CommandRegistrar kBench{
+    "bench", 10, [](CLI::App& app) {
+      auto options = std::make_shared<BenchOptions>();
+      auto* cmd = app.add_subcommand("bench", "Run the lab: every mechanism measured side by side");
+      cmd->add_flag("--list", options->list, "List the selected scenarios and exit");
+      cmd->add_option(
+          "--filter", options->filters,
+          "Run the scenarios whose name matches this glob (repeatable), e.g. 'ladder/*'");
+      cmd->add_flag("--quick", options->quick,
+                    "Short run: 1/5 of the time budget, 1/10 of the samples, 3 repetitions");
+      cmd->add_option("--repeat", options->repeat,
+                      "Repetitions after the warm-up (default 5, 3 with --quick)")
+          ->check(CLI::Range(1, 1000));
+      cmd->add_option("--suite", options->suite, "Which suite runs without --filter")
+          ->check(CLI::IsMember({"default", "full"}));
+      cmd->add_option("--json", options->json_path, "Write the results as JSON to FILE");
+      cmd->add_option("--csv", options->csv_path, "Write the results as CSV to FILE");
+      cmd->add_option("--out", options->out_dir,
+                      "Directory for results.json and results.csv when neither --json nor --csv is "
+                      "given (default results/<UTC time>)");
+      cmd->add_flag("--no-progress", options->no_progress, "No progress line on the terminal");
+      cmd->callback([options] { run_bench(*options); });
+    }};
+
+}  // namespace
+}  // namespace doorbell::cli

@@ -1,0 +1,146 @@
+// SignalReceiver: one dedicated thread takes every process-directed signal of
+// a set, at once, and hands each on to ordinary code. The receiver-side remedy
+// for late delivery in multi-threaded processes.
+//
+// Why. For a process-directed signal Linux picks one thread at send time,
+// preferring the main thread when it does not block the signal, even when
+// that thread is only waiting for a CPU; handling then waits for it to run
+// (milliseconds to tens of milliseconds with more busy threads than CPUs).
+// If every thread blocks the signals except one thread waiting for them in
+// sigwaitinfo(2) (or reading a signalfd), the kernel has exactly one choice,
+// and that thread is asleep, so the send wakes it. Give it SCHED_FIFO and it
+// runs at once, whatever the other threads do. This is the user-space
+// equivalent of the "confident signal receiver" of "Real-Time Signaling in
+// Linux for Multi-Threaded Processes" (IEEE ESL); docs/delivery.md says when
+// it applies (handled signals of your own process) and when it does not
+// (stop signals, processes you do not control: see thread_broadcast.h).
+//
+// Set-up, in this order:
+//   1. In main(), before any thread exists:
+//        doorbell::block_signals_in_this_thread({SIGTERM, SIGUSR1});
+//      Threads inherit the mask, so every later thread blocks the set too.
+//      Threads created before this call (by libraries) do not: verify().
+//   2. doorbell::SignalReceiver receiver({SIGTERM, SIGUSR1}, on_signal, options);
+//   3. Optionally receiver.verify(): the threads that do NOT block the set.
+//      A process-directed signal can still land on such a thread and run its
+//      disposition there (for SIGUSR1 by default: terminate the process).
+//
+// Dispositions. The receiver installs no handler and changes no
+// disposition: a blocked signal is queued whatever its disposition (even
+// SIG_IGN or a default "ignore", the kernel does not discard blocked
+// signals), and the receiver dequeues it. Standard signals coalesce while
+// pending (at most one instance each); real-time signals queue (up to
+// RLIMIT_SIGPENDING). received() counts what the receiver dequeued; counting
+// what was sent is the sender's business.
+//
+// The callback runs on the receiver thread, one signal at a time, in
+// dequeue order, NOT in a signal handler: any code may run there. While it
+// runs, further signals wait (queued or coalesced): keep it short, or hand
+// the work to another thread. It must not throw (the thread would call
+// std::terminate).
+//
+// Real-time priority and affinity. Options::fifo_priority (1..99) asks for
+// SCHED_FIFO, Options::cpu pins the thread. Where the process may not use
+// them (no CAP_SYS_NICE and RLIMIT_RTPRIO below the priority; a CPU outside
+// the allowed set), the receiver stays SCHED_OTHER / unpinned, records why
+// in placement().warning and, with Options::warn_on_stderr, writes it to
+// stderr once. It still receives every signal, but its delay then depends
+// on the fair scheduler: the lab (group e2e, policy receiver-other) measures
+// that fallback; on a loaded 2-CPU VM its p99 was in milliseconds where the
+// SCHED_FIFO receiver stayed in the low hundreds of µs. With
+// Options::require_fifo the constructor throws instead of falling back.
+//
+// Lifetime. The constructor starts the thread and returns once it is placed
+// and about to wait. stop() (and the destructor) wakes it, joins it and
+// returns; when stop() returns, the callback is not running and will not run
+// again. Signals of the set that arrive after stop() stay pending in the
+// process (still blocked everywhere): restoring the mask with
+// unblock_signals_in_this_thread or exiting is the caller's choice. The
+// receiver never changes the mask of any thread but its own. Do not call
+// stop() from the callback.
+//
+// Thread safety: received(), placement(), verify() may be called from any
+// thread; stop() from any thread but the receiver's, once at a time (not
+// concurrently with itself or the destructor). Not usable across fork: the child has no receiver
+// thread (only the forking thread survives) and inherits the blocked mask.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace doorbell {
+
+// Blocks the signals in the calling thread (pthread_sigmask SIG_BLOCK) and
+// returns the previous mask. Call it in main() before creating threads.
+// Throws std::invalid_argument for signals the receiver refuses (see
+// SignalReceiver).
+sigset_t block_signals_in_this_thread(const std::vector<int>& signals);
+// Restores a mask returned by block_signals_in_this_thread.
+void restore_signal_mask(const sigset_t& previous);
+
+class SignalReceiver {
+ public:
+  enum class Method {
+    sigwaitinfo,  // sigwaitinfo(2); the receiver counts as the one unblocked thread
+    signalfd,     // signalfd(2) + poll(2); every thread blocks, the fd reader is woken
+  };
+
+  struct Options {
+    Method method = Method::sigwaitinfo;
+    int fifo_priority = 0;       // 0: SCHED_OTHER; 1..99: SCHED_FIFO at that priority
+    int cpu = -1;                // -1: no pinning; else the CPU to pin the receiver to
+    bool require_fifo = false;   // throw instead of falling back to SCHED_OTHER
+    bool warn_on_stderr = true;  // write placement().warning to stderr
+  };
+
+  // Where the receiver thread ended up.
+  struct Placement {
+    pid_t tid = 0;
+    bool fifo = false;    // SCHED_FIFO in effect
+    int priority = 0;     // its SCHED_FIFO priority, 0 for SCHED_OTHER
+    int cpu = -1;         // the CPU it is pinned to, -1 if not pinned
+    std::string warning;  // empty, or what was asked and not granted, and why
+  };
+
+  using Callback = std::function<void(const siginfo_t&)>;
+
+  // Starts the receiver for `signals`. Throws std::invalid_argument for an
+  // empty set, a null callback, SIGKILL, SIGSTOP, the synchronous fault
+  // signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS: they go to the
+  // faulting thread and cannot be waited for), the C library's reserved
+  // real-time signals (below SIGRTMIN), a priority outside 0..99 or a
+  // negative CPU other than -1; std::system_error when the thread or the
+  // signalfd cannot be created, or, with require_fifo, SCHED_FIFO or the
+  // pinning is refused.
+  SignalReceiver(const std::vector<int>& signals, Callback callback);
+  SignalReceiver(const std::vector<int>& signals, Callback callback, Options options);
+  ~SignalReceiver();
+  SignalReceiver(const SignalReceiver&) = delete;
+  SignalReceiver& operator=(const SignalReceiver&) = delete;
+
+  // Stops and joins the receiver thread (idempotent).
+  void stop();
+
+  // Signals dequeued so far (relaxed: a statistic).
+  uint64_t received() const noexcept;
+  const Placement& placement() const noexcept;
+
+  // The threads of this process, other than the receiver, that do not block
+  // every signal of the set (read from /proc/self/task/*/status). Empty when
+  // the set-up is right. A snapshot: threads may start or exit meanwhile.
+  std::vector<pid_t> verify() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace doorbell

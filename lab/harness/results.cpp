@@ -1,0 +1,309 @@
+#include "lab/harness/results.h"
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace doorbell::lab {
+
+using nlohmann::json;
+
+std::string format_duration(double ns) {
+  if (!std::isfinite(ns)) return "-";
+  const double a = std::fabs(ns);
+  if (a < 10.0) return fmt::format("{:.2f} ns", ns);
+  if (a < 1e3) return fmt::format("{:.0f} ns", ns);
+  if (a < 1e4) return fmt::format("{:.2f} µs", ns / 1e3);
+  if (a < 1e6) return fmt::format("{:.1f} µs", ns / 1e3);
+  if (a < 1e7) return fmt::format("{:.2f} ms", ns / 1e6);
+  if (a < 1e9) return fmt::format("{:.1f} ms", ns / 1e6);
+  return fmt::format("{:.2f} s", ns / 1e9);
+}
+
+namespace {
+
+json summary_json(const Summary& s) {
+  return json{{"count", s.count}, {"min", s.min},       {"max", s.max},
+              {"mean", s.mean},   {"stddev", s.stddev}, {"p50", s.p50},
+              {"p90", s.p90},     {"p99", s.p99},       {"p99.9", s.p999}};
+}
+
+json spread_json(const Spread& s) {
+  return json{{"min", s.min}, {"median", s.median}, {"max", s.max}};
+}
+
+const char* status_name(ScenarioResult::Status s) {
+  switch (s) {
+    case ScenarioResult::Status::ok:
+      return "ok";
+    case ScenarioResult::Status::skipped:
+      return "skipped";
+    case ScenarioResult::Status::failed:
+      return "failed";
+  }
+  return "failed";
+}
+
+json scenario_json(const ScenarioResult& r) {
+  const Scenario& sc = *r.scenario;
+  json params = json::object();
+  for (const auto& p : sc.params) params[p.name] = p.value;
+  json j{{"name", sc.name},
+         {"group", sc.group},
+         {"title", sc.title},
+         {"description", sc.description},
+         {"params", params},
+         {"clock", std::string(clock_name(sc.clock))},
+         {"clock_read_ns", clock_read_cost_ns(sc.clock)},
+         {"pinning", std::string(pinning_name(sc.pinning))},
+         {"status", status_name(r.status)},
+         {"reason", r.reason},
+         {"repetitions", r.repetitions},
+         {"wall_s", r.wall_s},
+         {"primary_metric", sc.primary_metric}};
+  json metrics = json::object();
+  for (const auto& m : r.metrics) {
+    json mj = summary_json(m.summary);
+    mj["unit"] = "ns";
+    mj["p50_across_reps"] = spread_json(m.p50_across_reps);
+    mj["mean_across_reps"] = spread_json(m.mean_across_reps);
+    json reps = json::array();
+    for (const auto& s : m.per_rep) reps.push_back(summary_json(s));
+    mj["per_repetition"] = reps;
+    json buckets = json::array();
+    m.merged.for_each_bucket([&](double lo, double hi, uint64_t n) {
+      buckets.push_back(json::array({lo, hi, n}));
+    });
+    mj["histogram"] = buckets;
+    if (!m.raw.empty()) mj["raw"] = m.raw;
+    metrics[m.name] = mj;
+  }
+  j["metrics"] = metrics;
+  json counters = json::object();
+  for (const auto& [name, values] : r.counters) {
+    const Spread& s = r.counter_spread.at(name);
+    counters[name] =
+        json{{"per_repetition", values}, {"min", s.min}, {"median", s.median}, {"max", s.max}};
+  }
+  j["counters"] = counters;
+  j["notes"] = r.notes;
+  return j;
+}
+
+}  // namespace
+
+json to_json(const Environment& e) {
+  return json{{"hostname", e.hostname},
+              {"kernel", e.kernel},
+              {"kernel_version", e.kernel_version},
+              {"machine", e.machine},
+              {"cpu_model", e.cpu_model},
+              {"cpus_online", e.cpus_online},
+              {"cpus_allowed", e.cpus_allowed},
+              {"virtualization", e.virtualization},
+              {"clocksource", e.clocksource},
+              {"signal_cost_features", e.signal_cost_features},
+              {"min_signal_stack_bytes", e.min_signal_stack},
+              {"mitigations", e.mitigations},
+              {"preemption", e.preemption},
+              {"load_average", e.load_average},
+              {"root", e.root},
+              {"tsc_invariant", e.tsc_invariant},
+              {"tsc_ghz", e.tsc_ghz},
+              {"interval_clock", e.interval_clock},
+              {"monotonic_read_ns", e.monotonic_read_ns},
+              {"tsc_read_ns", e.tsc_read_ns},
+              {"compiler", e.compiler},
+              {"build_type", e.build_type},
+              {"timestamp_utc", e.timestamp_utc}};
+}
+
+json to_json(const RunResults& results, const std::string& doorbell_version) {
+  json j;
+  j["schema"] = kResultsSchema;
+  j["schema_version"] = kResultsSchemaVersion;
+  j["doorbell_version"] = doorbell_version;
+  j["environment"] = to_json(results.environment);
+  j["options"] = json{{"suite", results.options.suite},
+                      {"quick", results.options.quick},
+                      {"repetitions", results.options.repetitions},
+                      {"filters", results.options.filters}};
+  j["wall_s"] = results.wall_s;
+  json scenarios = json::array();
+  for (const auto& r : results.scenarios) scenarios.push_back(scenario_json(r));
+  j["scenarios"] = scenarios;
+  json ratios = json::array();
+  for (const auto& r : results.ratios) {
+    json rj{{"name", r.ratio->name},
+            {"numerator", r.ratio->numerator},
+            {"denominator", r.ratio->denominator},
+            {"statistic", r.ratio->statistic},
+            {"available", r.available},
+            {"meaning", r.ratio->meaning}};
+    rj["value"] = r.available ? json(r.value) : json(nullptr);
+    rj["reference"] = r.ratio->reference > 0 ? json(r.ratio->reference) : json(nullptr);
+    rj["reference_source"] = r.ratio->reference_source;
+    rj["versus_reference"] =
+        r.available && r.ratio->reference > 0 ? json(r.versus_reference) : json(nullptr);
+    ratios.push_back(rj);
+  }
+  j["ratios"] = ratios;
+  json refs = json::array();
+  for (const auto& f : all_references()) {
+    const ScenarioResult* ours = results.find(f.scenario);
+    if (ours == nullptr) continue;
+    json fj{{"scenario", f.scenario},
+            {"what", f.what},
+            {"value_ns", f.value_ns},
+            {"statistic", f.statistic},
+            {"source", f.source}};
+    const MetricResult* m = ours->primary();
+    fj["ours_ns"] = m ? json(statistic(m->summary, f.statistic)) : json(nullptr);
+    refs.push_back(fj);
+  }
+  j["references"] = refs;
+  return j;
+}
+
+void write_json(const RunResults& results, const std::string& doorbell_version,
+                const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::system_error(errno, std::generic_category(), "cannot write " + path);
+  out << to_json(results, doorbell_version).dump(1) << "\n";
+  if (!out) throw std::system_error(errno, std::generic_category(), "cannot write " + path);
+}
+
+namespace {
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+std::string params_text(const Scenario& sc) {
+  std::string out;
+  for (const auto& p : sc.params) {
+    if (!out.empty()) out += ';';
+    out += p.name + "=" + p.value;
+  }
+  return out;
+}
+}  // namespace
+
+void write_csv(const RunResults& results, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::system_error(errno, std::generic_category(), "cannot write " + path);
+  out << "scenario,group,params,clock,status,metric,unit,count,min,p50,p90,p99,p99.9,max,mean,"
+         "stddev,p50_rep_min,p50_rep_median,p50_rep_max,repetitions\n";
+  for (const auto& r : results.scenarios) {
+    const Scenario& sc = *r.scenario;
+    const std::string head = csv_field(sc.name) + "," + csv_field(sc.group) + "," +
+                             csv_field(params_text(sc)) + "," + std::string(clock_name(sc.clock)) +
+                             "," + status_name(r.status) + ",";
+    if (r.status != ScenarioResult::Status::ok) {
+      out << head << ",,,,,,,,,,,,,,," << r.repetitions << "\n";
+      continue;
+    }
+    for (const auto& m : r.metrics) {
+      const Summary& s = m.summary;
+      out << head << csv_field(m.name) << ",ns,"
+          << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", s.count, s.min, s.p50, s.p90, s.p99,
+                         s.p999, s.max, s.mean, s.stddev, m.p50_across_reps.min,
+                         m.p50_across_reps.median, m.p50_across_reps.max)
+          << "," << r.repetitions << "\n";
+    }
+    for (const auto& [name, sp] : r.counter_spread) {
+      out << head << csv_field("counter:" + name) << ",count,"
+          << fmt::format(",{},{},,,,{},,,{},{},{}", sp.min, sp.median, sp.max, sp.min, sp.median,
+                         sp.max)
+          << "," << r.repetitions << "\n";
+    }
+  }
+  if (!out) throw std::system_error(errno, std::generic_category(), "cannot write " + path);
+}
+
+void print_table(const RunResults& results, std::ostream& out) {
+  const Environment& e = results.environment;
+  out << fmt::format(
+      "doorbell bench: {} · {} cpus · kernel {} · virtualization {} · clocksource {}\n",
+      e.cpu_model, e.cpus_online, e.kernel, e.virtualization, e.clocksource);
+  out << fmt::format(
+      "interval clock {} (one read {:.1f} ns; monotonic read {:.1f} ns) · signal frame "
+      "AT_MINSIGSTKSZ {} B · build {}\n",
+      e.interval_clock, e.interval_clock == "tsc" ? e.tsc_read_ns : e.monotonic_read_ns,
+      e.monotonic_read_ns, e.min_signal_stack, e.build_type);
+  out << "Absolute times are for this machine only; the ratios are what travels. p50 spread = "
+         "min/median/max of each repetition's p50.\n";
+  std::string group;
+  for (const auto& r : results.scenarios) {
+    const Scenario& sc = *r.scenario;
+    if (sc.group != group) {
+      group = sc.group;
+      out << fmt::format("\n{:<46} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  {}\n", group, "clock",
+                         "p50", "p90", "p99", "p99.9", "max", "count", "p50 spread over reps");
+    }
+    std::string title = sc.title.empty() ? sc.name : sc.title;
+    if (title.size() > 44) title = title.substr(0, 43) + "…";
+    if (r.status != ScenarioResult::Status::ok) {
+      out << fmt::format("  {:<44} {}: {}\n", title,
+                         r.status == ScenarioResult::Status::skipped ? "skipped" : "FAILED",
+                         r.reason);
+      continue;
+    }
+    for (const auto& m : r.metrics) {
+      const Summary& s = m.summary;
+      const std::string label = m.name == sc.primary_metric ? title : std::string("    ") + m.name;
+      out << fmt::format("  {:<44} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  {} / {} / {}\n",
+                         label, clock_name(sc.clock), format_duration(s.p50),
+                         format_duration(s.p90), format_duration(s.p99), format_duration(s.p999),
+                         format_duration(s.max), s.count, format_duration(m.p50_across_reps.min),
+                         format_duration(m.p50_across_reps.median),
+                         format_duration(m.p50_across_reps.max));
+    }
+    if (!r.counter_spread.empty()) {
+      std::string line;
+      for (const auto& [name, sp] : r.counter_spread)
+        line += fmt::format("{}{}={:.4g}", line.empty() ? "" : "  ", name, sp.median);
+      out << "      counters (median of reps): " << line << "\n";
+    }
+    for (const auto& note : r.notes) out << "      note: " << note << "\n";
+  }
+  if (!results.ratios.empty()) {
+    out << fmt::format("\n{:<40} {:>10} {:>10} {:>8}  {}\n", "ratios (this run)", "ours",
+                       "published", "ours/pub", "source of the published figure");
+    for (const auto& r : results.ratios) {
+      const Ratio& ratio = *r.ratio;
+      const std::string ours = r.available ? fmt::format("{:.3g}x", r.value) : "n/a";
+      const std::string pub = ratio.reference > 0 ? fmt::format("{:.4g}x", ratio.reference) : "-";
+      const std::string vs =
+          r.available && ratio.reference > 0 ? fmt::format("{:.2f}", r.versus_reference) : "-";
+      out << fmt::format("  {:<38} {:>10} {:>10} {:>8}  {}\n", ratio.name, ours, pub, vs,
+                         ratio.reference_source.empty() ? "-" : ratio.reference_source);
+      if (!ratio.meaning.empty()) out << "      " << ratio.meaning << "\n";
+    }
+  }
+  bool header = false;
+  for (const auto& f : all_references()) {
+    const ScenarioResult* ours = results.find(f.scenario);
+    if (ours == nullptr || ours->primary() == nullptr) continue;
+    if (!header) {
+      out << fmt::format("\n{:<40} {:>10} {:>10}  {}\n", "published figures beside ours",
+                         "published", "ours", "source");
+      header = true;
+    }
+    out << fmt::format("  {:<38} {:>10} {:>10}  {} ({} of {})\n", f.what,
+                       format_duration(f.value_ns),
+                       format_duration(statistic(ours->primary()->summary, f.statistic)), f.source,
+                       f.statistic, f.scenario);
+  }
+  out << fmt::format("\n{} scenarios in {:.1f} s\n", results.scenarios.size(), results.wall_s);
+}
+
+}  // namespace doorbell::lab

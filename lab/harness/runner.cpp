@@ -1,0 +1,217 @@
+#include "lab/harness/runner.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+
+namespace doorbell::lab {
+
+std::vector<const Scenario*> select_scenarios(const RunOptions& options) {
+  std::vector<const Scenario*> selected;
+  for (const Scenario& s : all_scenarios()) {
+    bool take = false;
+    if (options.filters.empty()) {
+      take = options.suite == "full" || s.in_default_suite;
+    } else {
+      for (const auto& pattern : options.filters) take = take || glob_match(pattern, s.name);
+    }
+    if (take) selected.push_back(&s);
+  }
+  return selected;
+}
+
+Spread spread_of(std::vector<double> values) {
+  Spread s;
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  s.min = values.front();
+  s.max = values.back();
+  const std::size_t n = values.size();
+  s.median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+  return s;
+}
+
+const MetricResult* ScenarioResult::metric(const std::string& name) const {
+  for (const auto& m : metrics)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+const MetricResult* ScenarioResult::primary() const {
+  if (scenario == nullptr) return nullptr;
+  return metric(scenario->primary_metric);
+}
+
+const ScenarioResult* RunResults::find(const std::string& name) const {
+  for (const auto& s : scenarios)
+    if (s.scenario != nullptr && s.scenario->name == name) return &s;
+  return nullptr;
+}
+
+namespace {
+
+// Restores the calling thread's affinity after a scenario pinned it.
+class AffinityGuard {
+ public:
+  AffinityGuard() { saved_ok_ = sched_getaffinity(0, sizeof saved_, &saved_) == 0; }
+  ~AffinityGuard() {
+    if (saved_ok_) sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+
+ private:
+  cpu_set_t saved_;
+  bool saved_ok_ = false;
+};
+
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled && ::isatty(STDERR_FILENO)) {}
+  ~Progress() { clear(); }
+  void show(std::size_t index, std::size_t total, const std::string& name, double elapsed_s) {
+    // Only for runs longer than a few seconds: short runs print nothing.
+    if (!enabled_ || elapsed_s < 2.0) return;
+    std::fprintf(stderr, "\r\033[K[%zu/%zu %5.1fs] %s", index + 1, total, elapsed_s, name.c_str());
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
+  ScenarioResult result;
+  result.scenario = &scenario;
+  const uint64_t start = monotonic_ns();
+  const double budget = options.quick ? scenario.budget_s / 5.0 : scenario.budget_s;
+  const std::size_t samples =
+      options.quick ? std::max<std::size_t>(scenario.samples / 10, 1) : scenario.samples;
+  const int repetitions = std::max(1, options.repetitions);
+  std::vector<Repetition> reps;
+  try {
+    AffinityGuard affinity;
+    {
+      Repetition warm;
+      Context ctx(options.quick, true, -1, budget, samples, scenario.pinning, warm);
+      scenario.run(ctx);
+    }
+    for (int i = 0; i < repetitions; ++i) {
+      Repetition rep;
+      const uint64_t rep_start = monotonic_ns();
+      Context ctx(options.quick, false, i, budget, samples, scenario.pinning, rep);
+      scenario.run(ctx);
+      rep.wall_s = static_cast<double>(monotonic_ns() - rep_start) / 1e9;
+      reps.push_back(std::move(rep));
+    }
+  } catch (const SkipScenario& e) {
+    result.status = ScenarioResult::Status::skipped;
+    result.reason = e.what();
+  } catch (const std::exception& e) {
+    result.status = ScenarioResult::Status::failed;
+    result.reason = e.what();
+  }
+  result.wall_s = static_cast<double>(monotonic_ns() - start) / 1e9;
+  if (result.status != ScenarioResult::Status::ok) return result;
+  result.repetitions = static_cast<int>(reps.size());
+
+  // Metrics in order of first appearance, the primary one first.
+  std::vector<std::string> names{scenario.primary_metric};
+  for (const auto& rep : reps)
+    for (const auto& [name, h] : rep.metrics)
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  for (const auto& name : names) {
+    MetricResult m;
+    m.name = name;
+    std::vector<double> p50s, means;
+    bool any = false;
+    for (const auto& rep : reps) {
+      auto it = rep.metrics.find(name);
+      if (it == rep.metrics.end()) continue;
+      any = true;
+      m.merged.merge(it->second);
+      Summary s = summarize(it->second);
+      m.per_rep.push_back(s);
+      if (s.count > 0) {
+        p50s.push_back(s.p50);
+        means.push_back(s.mean);
+      }
+      auto raw = rep.raw.find(name);
+      if (raw != rep.raw.end())
+        for (double v : raw->second)
+          if (m.raw.size() < Context::kMaxRawSamples) m.raw.push_back(v);
+    }
+    if (!any) continue;
+    m.summary = summarize(m.merged);
+    m.p50_across_reps = spread_of(p50s);
+    m.mean_across_reps = spread_of(means);
+    result.metrics.push_back(std::move(m));
+  }
+  for (const auto& rep : reps) {
+    for (const auto& [name, value] : rep.counters) result.counters[name].push_back(value);
+    for (const auto& note : rep.notes)
+      if (std::find(result.notes.begin(), result.notes.end(), note) == result.notes.end())
+        result.notes.push_back(note);
+  }
+  for (const auto& [name, values] : result.counters)
+    result.counter_spread[name] = spread_of(values);
+  return result;
+}
+
+}  // namespace
+
+std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scenarios) {
+  auto find = [&](const std::string& name) -> const ScenarioResult* {
+    for (const auto& s : scenarios)
+      if (s.scenario != nullptr && s.scenario->name == name) return &s;
+    return nullptr;
+  };
+  std::vector<RatioResult> out;
+  for (const Ratio& ratio : all_ratios()) {
+    RatioResult r;
+    r.ratio = &ratio;
+    const ScenarioResult* num = find(ratio.numerator);
+    const ScenarioResult* den = find(ratio.denominator);
+    if (num == nullptr || den == nullptr) continue;  // not selected in this run
+    const MetricResult* a = num->primary();
+    const MetricResult* b = den->primary();
+    if (a != nullptr && b != nullptr) {
+      const double x = statistic(a->summary, ratio.statistic);
+      const double y = statistic(b->summary, ratio.statistic);
+      if (y > 0.0 && std::isfinite(x)) {
+        r.available = true;
+        r.value = x / y;
+        if (ratio.reference > 0.0) r.versus_reference = r.value / ratio.reference;
+      }
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+RunResults run_scenarios(const RunOptions& options, const std::vector<const Scenario*>& selected) {
+  RunResults results;
+  results.options = options;
+  results.environment = probe_environment();
+  const uint64_t start = monotonic_ns();
+  Progress progress(options.progress);
+  for (std::size_t i = 0; i < selected.size(); ++i) {
+    progress.show(i, selected.size(), selected[i]->name,
+                  static_cast<double>(monotonic_ns() - start) / 1e9);
+    results.scenarios.push_back(run_one(*selected[i], options));
+  }
+  progress.clear();
+  results.wall_s = static_cast<double>(monotonic_ns() - start) / 1e9;
+  results.ratios = compute_ratios(results.scenarios);
+  return results;
+}
+
+}  // namespace doorbell::lab

@@ -1,0 +1,124 @@
+#include "lab/harness/scenario.h"
+
+#include <fnmatch.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace doorbell::lab {
+
+std::string_view pinning_name(Pinning p) noexcept {
+  switch (p) {
+    case Pinning::same_core:
+      return "same";
+    case Pinning::other_core:
+      return "other";
+    case Pinning::none:
+      break;
+  }
+  return "none";
+}
+
+Context::Context(bool quick, bool warmup, int repetition, double budget_s, std::size_t samples,
+                 Pinning pinning, Repetition& out)
+    : quick_(quick),
+      warmup_(warmup),
+      repetition_(repetition),
+      budget_s_(budget_s),
+      samples_(samples == 0 ? 1 : samples),
+      pinning_(pinning),
+      deadline_ns_(monotonic_ns() + static_cast<uint64_t>(budget_s * 1e9)),
+      out_(out) {}
+
+void Context::pin_thread(int role) {
+  if (pinning_ == Pinning::none) return;
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.empty()) return;
+  int cpu = cpus[0];
+  if (pinning_ == Pinning::other_core && role > 0) {
+    if (cpus.size() < 2) {
+      note("other-core pinning impossible: this process may use one CPU; both roles share it");
+    } else {
+      cpu = cpus[1 + (role - 1) % (cpus.size() - 1)];
+    }
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  // Pinning is best effort: a cpuset may forbid it, and the note says so.
+  if (sched_setaffinity(0, sizeof set, &set) != 0) note("sched_setaffinity failed: not pinned");
+}
+
+void Context::raw_sample(const std::string& metric, double ns) {
+  auto& samples = out_.raw[metric];
+  if (samples.size() < kMaxRawSamples) samples.push_back(ns);
+}
+
+void Context::note(std::string text) {
+  for (const auto& existing : out_.notes)
+    if (existing == text) return;
+  out_.notes.push_back(std::move(text));
+}
+
+namespace {
+std::vector<Scenario>& scenario_list() {
+  static std::vector<Scenario> list;
+  return list;
+}
+std::vector<Ratio>& ratio_list() {
+  static std::vector<Ratio> list;
+  return list;
+}
+std::vector<ReferenceFigure>& reference_list() {
+  static std::vector<ReferenceFigure> list;
+  return list;
+}
+}  // namespace
+
+void register_scenario(Scenario scenario) {
+  for (const auto& existing : scenario_list()) {
+    if (existing.name == scenario.name) {
+      std::fprintf(stderr, "doorbell: two scenarios are named '%s'\n", scenario.name.c_str());
+      std::abort();
+    }
+  }
+  if (!scenario.run) {
+    std::fprintf(stderr, "doorbell: scenario '%s' has no run()\n", scenario.name.c_str());
+    std::abort();
+  }
+  scenario_list().push_back(std::move(scenario));
+}
+
+const std::vector<Scenario>& all_scenarios() {
+  return scenario_list();
+}
+void register_ratio(Ratio ratio) {
+  ratio_list().push_back(std::move(ratio));
+}
+const std::vector<Ratio>& all_ratios() {
+  return ratio_list();
+}
+void register_reference(ReferenceFigure figure) {
+  reference_list().push_back(std::move(figure));
+}
+const std::vector<ReferenceFigure>& all_references() {
+  return reference_list();
+}
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+
+}  // namespace doorbell::lab

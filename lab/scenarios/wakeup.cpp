@@ -1,0 +1,577 @@
+// The `wakeup` group: what it costs to wake another thread or process, per
+// mechanism, as round-trip latency (ping-pong: every notification is really
+// received before the next is sent) and one-way throughput (deliveries
+// counted, coalesced ones reported), plus the cost of a notification nobody
+// waits for and data passing (sigqueue+si_value vs Ring).
+#include <sched.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "doorbell/bell.h"
+#include "doorbell/ring.h"
+#include "lab/harness/scenario.h"
+#include "lab/scenarios/wakeup_channels.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/futex.h"
+
+namespace doorbell::lab {
+namespace {
+
+using wakeup::Channel;
+using wakeup::Where;
+
+// Restores the calling thread's CPU affinity on scope exit (pin_thread
+// changes it for the measuring thread).
+class AffinityGuard {
+ public:
+  AffinityGuard() { ok_ = sched_getaffinity(0, sizeof set_, &set_) == 0; }
+  ~AffinityGuard() {
+    if (ok_) sched_setaffinity(0, sizeof set_, &set_);
+  }
+
+ private:
+  cpu_set_t set_;
+  bool ok_;
+};
+
+// The CPU role 1 gets in a forked child, chosen like Context::pin_thread.
+int peer_cpu(const Context& ctx, const std::vector<int>& cpus) {
+  if (ctx.pinning() == Pinning::none || cpus.empty()) return -1;
+  if (ctx.pinning() == Pinning::other_core && cpus.size() > 1) return cpus[1];
+  return cpus[0];
+}
+
+void pin_self(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+struct Control {
+  std::atomic<uint32_t> stop{0};
+  std::atomic<uint64_t> delivered{0};
+  std::atomic<uint64_t> round_flag{0};
+  std::atomic<uint64_t> acked{0};
+};
+
+// --- round trip -------------------------------------------------------------------
+
+void rtt_measure(Context& ctx, Channel& forward, Channel& back, Control& control) {
+  const IntervalClock& clock = IntervalClock::get();
+  Histogram& h = ctx.metric();
+  // Warm the path: 64 round trips or a tenth of the budget, whichever first.
+  const uint64_t warm_until = monotonic_ns() + static_cast<uint64_t>(ctx.budget_s() * 1e8);
+  for (int i = 0; i < 64 && monotonic_ns() < warm_until; ++i) {
+    forward.send();
+    back.recv();
+  }
+  std::size_t n = 0;
+  // At least 8 samples even on a machine too loaded for the budget.
+  while (n < 8 || (ctx.keep_going(n) && ctx.time_left())) {
+    const uint64_t t0 = clock.read();
+    forward.send();
+    back.recv();
+    const uint64_t t1 = clock.read();
+    h.record(clock.to_ns(t1 - t0));
+    ++n;
+  }
+  control.stop.store(1, std::memory_order_release);
+  forward.send();
+  ctx.counter("round_trips", static_cast<double>(n));
+}
+
+void rtt_peer(Channel& forward, Channel& back, Control& control) {
+  for (;;) {
+    forward.recv();
+    if (control.stop.load(std::memory_order_acquire)) return;
+    back.send();
+  }
+}
+
+pid_t gettid_now() {
+  return static_cast<pid_t>(::syscall(SYS_gettid));
+}
+
+void run_rtt_threads(Context& ctx, const std::string& method) {
+  AffinityGuard affinity;
+  wakeup::MethodEnvironment env(method);
+  wakeup::SharedArena arena(4096);
+  auto forward = wakeup::make_channel(method, Where::threads, 0, arena);
+  auto back = wakeup::make_channel(method, Where::threads, 1, arena);
+  Control control;
+  back->attach_receiver();
+  back->set_target(::getpid(), gettid_now());
+  std::atomic<int> ready{0};
+  std::thread peer([&] {
+    ctx.pin_thread(1);
+    forward->attach_receiver();
+    forward->set_target(::getpid(), gettid_now());
+    ready.store(1, std::memory_order_release);
+    rtt_peer(*forward, *back, control);
+  });
+  while (!ready.load(std::memory_order_acquire)) std::this_thread::yield();
+  // Pinned after the peer pinned itself: a thread inherits its creator's
+  // affinity, and role 1 must choose from all allowed CPUs.
+  ctx.pin_thread(0);
+  rtt_measure(ctx, *forward, *back, control);
+  peer.join();
+}
+
+void run_rtt_processes(Context& ctx, const std::string& method) {
+  AffinityGuard affinity;
+  wakeup::MethodEnvironment env(method);  // blocked signals are inherited by the child
+  wakeup::SharedArena arena(8192);
+  auto forward = wakeup::make_channel(method, Where::processes, 0, arena);
+  auto back = wakeup::make_channel(method, Where::processes, 1, arena);
+  auto* control = new (arena.take(sizeof(Control))) Control();
+  auto* ready = new (arena.take(sizeof(std::atomic<int>))) std::atomic<int>(0);
+  const int cpu = peer_cpu(ctx, allowed_cpus());
+  ctx.pin_thread(0);
+  back->attach_receiver();
+  back->set_target(::getpid(), ::getpid());
+  const pid_t child = ::fork();
+  if (child < 0) sys::throw_errno("fork");
+  if (child == 0) {
+    pin_self(cpu);
+    forward->attach_receiver();
+    ready->store(1, std::memory_order_release);
+    rtt_peer(*forward, *back, *control);
+    ::_exit(0);
+  }
+  forward->set_target(child, child);
+  while (!ready->load(std::memory_order_acquire)) std::this_thread::yield();
+  rtt_measure(ctx, *forward, *back, *control);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ctx.note("peer process failed");
+}
+
+// --- one-way throughput -------------------------------------------------------------
+
+constexpr uint64_t kRoundSends = 256;
+
+// The sender sends kRoundSends notifications back to back, the last one
+// after raising round_flag; the receiver counts every recv() that returns
+// and acknowledges the round once it sees the flag. One sample = the
+// round's time / kRoundSends, from the first send to the acknowledgement.
+void run_throughput_threads(Context& ctx, const std::string& method) {
+  AffinityGuard affinity;
+  wakeup::MethodEnvironment env(method);
+  wakeup::SharedArena arena(4096);
+  auto channel = wakeup::make_channel(method, Where::threads, 0, arena);
+  Control control;
+  std::atomic<int> ready{0};
+  std::thread receiver([&] {
+    ctx.pin_thread(1);
+    channel->attach_receiver();
+    channel->set_target(::getpid(), gettid_now());
+    ready.store(1, std::memory_order_release);
+    uint64_t delivered = 0;
+    for (;;) {
+      channel->recv();
+      ++delivered;
+      control.delivered.store(delivered, std::memory_order_relaxed);
+      const uint64_t flag = control.round_flag.load(std::memory_order_acquire);
+      if (flag != control.acked.load(std::memory_order_relaxed))
+        control.acked.store(flag, std::memory_order_release);
+      if (control.stop.load(std::memory_order_acquire)) return;
+    }
+  });
+  while (!ready.load(std::memory_order_acquire)) std::this_thread::yield();
+  ctx.pin_thread(0);  // after the peer: see run_rtt_threads
+  const IntervalClock& clock = IntervalClock::get();
+  Histogram& h = ctx.metric();
+  std::size_t n = 0;
+  uint64_t sent = 0;
+  const uint64_t start_ns = monotonic_ns();
+  while (n < 4 || (ctx.keep_going(n) && ctx.time_left())) {
+    const uint64_t round = n + 1;
+    const uint64_t t0 = clock.read();
+    for (uint64_t i = 0; i + 1 < kRoundSends; ++i) channel->send();
+    control.round_flag.store(round, std::memory_order_release);
+    channel->send();
+    while (control.acked.load(std::memory_order_acquire) != round) std::this_thread::yield();
+    const uint64_t t1 = clock.read();
+    sent += kRoundSends;
+    h.record(clock.to_ns(t1 - t0) / kRoundSends);
+    ++n;
+  }
+  const double elapsed_s = static_cast<double>(monotonic_ns() - start_ns) / 1e9;
+  const uint64_t delivered = control.delivered.load();
+  control.stop.store(1, std::memory_order_release);
+  channel->send();
+  receiver.join();
+  ctx.counter("sent", static_cast<double>(sent));
+  ctx.counter("delivered", static_cast<double>(delivered));
+  ctx.counter("coalesced", static_cast<double>(sent - delivered));
+  ctx.counter("ops_per_s", static_cast<double>(delivered) / elapsed_s);
+  ctx.counter("sends_per_s", static_cast<double>(sent) / elapsed_s);
+}
+
+// --- no-waiter cost ---------------------------------------------------------------
+
+template <typename Op>
+void run_batched(Context& ctx, Op&& op) {
+  constexpr std::size_t kBatch = 256;
+  const IntervalClock& clock = IntervalClock::get();
+  Histogram& h = ctx.metric();
+  std::size_t n = 0;
+  while (ctx.keep_going(n)) {
+    const uint64_t t0 = clock.read();
+    for (std::size_t i = 0; i < kBatch; ++i) op();
+    const uint64_t t1 = clock.read();
+    h.record(clock.to_ns(t1 - t0) / kBatch);
+    ++n;
+  }
+}
+
+// --- data passing -----------------------------------------------------------------
+
+struct DataShared {
+  std::atomic<uint32_t> ready{0};
+  std::atomic<uint64_t> received{0};
+  std::atomic<uint64_t> latency_sum_ns{0};
+  std::atomic<uint64_t> latency_max_ns{0};
+  std::atomic<uint64_t> bad{0};
+  Bell ack;
+};
+
+constexpr uint64_t kDataRound = 64;
+
+// Streams messages (a sequence number and a send timestamp) to a child
+// process in rounds of kDataRound; the child checks the sequence, keeps the
+// one-way latency (send timestamp to receipt, CLOCK_MONOTONIC) and rings
+// `ack` after each round. One sample = round time / kDataRound.
+void run_data(Context& ctx, bool use_ring) {
+  AffinityGuard affinity;
+  wakeup::SharedArena arena(1 << 20);
+  auto* shared = new (arena.take(sizeof(DataShared))) DataShared();
+  const uint32_t slots = 256;
+  const std::size_t ring_bytes = Ring::bytes_needed(slots, 16);
+  void* ring_memory = arena.take(ring_bytes, 4096);
+  Ring::create(ring_memory, ring_bytes, slots, 16);
+  const int signo = SIGRTMIN + 2;
+  sigset_t set, old_mask;
+  sigemptyset(&set);
+  sigaddset(&set, signo);
+  pthread_sigmask(SIG_BLOCK, &set, &old_mask);
+  struct Restore {
+    sigset_t mask;
+    int signo;
+    ~Restore() {
+      sigset_t s;
+      sigemptyset(&s);
+      sigaddset(&s, signo);
+      const timespec zero{0, 0};
+      while (sigtimedwait(&s, nullptr, &zero) > 0) {
+      }
+      pthread_sigmask(SIG_SETMASK, &mask, nullptr);
+    }
+  } restore{old_mask, signo};
+  const int cpu = peer_cpu(ctx, allowed_cpus());
+  ctx.pin_thread(0);
+  const pid_t child = ::fork();
+  if (child < 0) sys::throw_errno("fork");
+  if (child == 0) {
+    pin_self(cpu);
+    Ring ring = Ring::attach(ring_memory, ring_bytes);
+    shared->ready.store(1, std::memory_order_release);
+    uint64_t expected = 0;
+    for (;;) {
+      uint64_t message[2];
+      if (use_ring) {
+        auto r = ring.pop(message, sizeof message, std::chrono::seconds(30));
+        if (r.status != Ring::Status::ok) ::_exit(1);
+      } else {
+        siginfo_t info;
+        while (sigwaitinfo(&set, &info) < 0) {
+        }
+        message[0] = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(info.si_value.sival_ptr));
+        message[1] = 0;  // si_value has room for one 8-byte word only
+      }
+      const uint64_t now = monotonic_ns();
+      if (message[0] == UINT64_MAX) ::_exit(0);
+      if (message[0] != expected) shared->bad.fetch_add(1);
+      expected = message[0] + 1;
+      if (use_ring) {
+        const uint64_t lat = now - message[1];
+        shared->latency_sum_ns.fetch_add(lat, std::memory_order_relaxed);
+        if (lat > shared->latency_max_ns.load(std::memory_order_relaxed))
+          shared->latency_max_ns.store(lat, std::memory_order_relaxed);
+      }
+      const uint64_t got = shared->received.fetch_add(1) + 1;
+      if (got % kDataRound == 0) shared->ack.ring();
+    }
+  }
+  Ring ring = Ring::attach(ring_memory, ring_bytes);
+  while (!shared->ready.load(std::memory_order_acquire)) std::this_thread::yield();
+  const IntervalClock& clock = IntervalClock::get();
+  Histogram& h = ctx.metric();
+  std::size_t n = 0;
+  uint64_t seq = 0, full = 0, eagain = 0;
+  const uint64_t start_ns = monotonic_ns();
+  auto send = [&](uint64_t value) {
+    if (use_ring) {
+      uint64_t message[2] = {value, monotonic_ns()};
+      while (ring.try_push(message, sizeof message) == Ring::Status::full) {
+        ++full;
+        std::this_thread::yield();
+      }
+    } else {
+      union sigval v;
+      v.sival_ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(value));
+      while (::sigqueue(child, signo, v) != 0) {
+        if (errno != EAGAIN) sys::fatal("sigqueue", errno);
+        ++eagain;  // RLIMIT_SIGPENDING or the queue is full: counted, retried
+        std::this_thread::yield();
+      }
+    }
+  };
+  bool ok = true;
+  while (ok && ctx.keep_going(n) && ctx.time_left()) {
+    const uint64_t t0 = clock.read();
+    for (uint64_t i = 0; i < kDataRound; ++i) send(seq++);
+    while (shared->received.load(std::memory_order_acquire) < seq)
+      if (!shared->ack.wait_for(std::chrono::seconds(10)) && shared->received.load() < seq) {
+        ok = false;
+        break;
+      }
+    const uint64_t t1 = clock.read();
+    h.record(clock.to_ns(t1 - t0) / kDataRound);
+    ++n;
+  }
+  const double elapsed_s = static_cast<double>(monotonic_ns() - start_ns) / 1e9;
+  send(UINT64_MAX);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  const uint64_t received = shared->received.load();
+  ctx.counter("sent", static_cast<double>(seq));
+  ctx.counter("delivered", static_cast<double>(received));
+  ctx.counter("lost", static_cast<double>(seq - received));
+  ctx.counter("out_of_order", static_cast<double>(shared->bad.load()));
+  ctx.counter("ops_per_s", static_cast<double>(received) / elapsed_s);
+  ctx.counter("payload_bytes", use_ring ? 16 : 8);
+  if (use_ring) {
+    ctx.counter("full_retries", static_cast<double>(full));
+    if (received)
+      ctx.counter("one_way_mean_ns", static_cast<double>(shared->latency_sum_ns.load()) /
+                                         static_cast<double>(received));
+    ctx.counter("one_way_max_ns", static_cast<double>(shared->latency_max_ns.load()));
+  } else {
+    ctx.counter("eagain_retries", static_cast<double>(eagain));
+  }
+  if (!ok) ctx.note("receiver stopped answering");
+}
+
+// --- registration -----------------------------------------------------------------
+
+std::string pin_name(Pinning p) {
+  return p == Pinning::same_core ? "same" : "other";
+}
+
+std::vector<Scenario> wakeup_scenarios() {
+  std::vector<Scenario> out;
+  const ClockKind interval = IntervalClock::get().kind();
+  // Same-core rows in the default suite only for the headline mechanisms.
+  auto default_same_core = [](const std::string& m) {
+    return m == "bell" || m == "futex" || m == "eventfd" || m == "sigwaitinfo";
+  };
+  for (const auto& info : wakeup::methods()) {
+    if (!info.threads) continue;
+    for (Pinning pin : {Pinning::other_core, Pinning::same_core}) {
+      if (info.name == "busy_poll" && pin == Pinning::same_core) continue;  // would only yield
+      Scenario s;
+      s.name = "wakeup/rtt:method=" + info.name + ",pin=" + pin_name(pin);
+      s.group = "wakeup";
+      s.title = "round trip, threads, " + pin_name(pin) + " core: " + info.what;
+      s.description =
+          "ping-pong between two threads: thread A notifies B, B's receive returns, B "
+          "notifies A, A's receive returns; one sample = one round trip, timed on A with the "
+          "interval clock from before A's send to after A's receive";
+      s.params = {{"method", info.name}, {"pin", pin_name(pin)}};
+      s.clock = interval;
+      s.pinning = pin;
+      s.budget_s = 0.04;
+      s.samples = 20000;
+      s.in_default_suite = pin == Pinning::other_core || default_same_core(info.name);
+      const std::string method = info.name;
+      s.run = [method](Context& ctx) { run_rtt_threads(ctx, method); };
+      out.push_back(std::move(s));
+    }
+    Scenario t;
+    t.name = "wakeup/throughput:method=" + info.name + ",pin=other";
+    t.group = "wakeup";
+    t.title = "one-way throughput, threads: " + info.what;
+    t.description =
+        "thread A sends 256 notifications back to back; B counts every receive that returns "
+        "(delivered) and acknowledges the round after the last send; one sample = round time "
+        "(first send to acknowledgement, interval clock on A) / 256 sends. coalesced = sent - "
+        "delivered; ops_per_s = deliveries per second";
+    t.params = {{"method", info.name}, {"pin", "other"}};
+    t.clock = interval;
+    t.pinning = Pinning::other_core;
+    t.budget_s = 0.02;
+    t.samples = 2000;
+    const std::string method = info.name;
+    t.run = [method](Context& ctx) { run_throughput_threads(ctx, method); };
+    out.push_back(std::move(t));
+  }
+  for (const auto& info : wakeup::methods()) {
+    if (!info.processes) continue;
+    Scenario s;
+    s.name = "wakeup/process_rtt:method=" + info.name + ",pin=other";
+    s.group = "wakeup";
+    s.title = "round trip, processes: " + info.what;
+    s.description =
+        "ping-pong between a process and its forked child (shared state in a MAP_SHARED page, "
+        "fds inherited, signals process-directed with kill); one sample = one round trip, "
+        "timed in the parent with the interval clock";
+    s.params = {{"method", info.name}, {"pin", "other"}};
+    s.clock = interval;
+    s.pinning = Pinning::other_core;
+    s.budget_s = 0.04;
+    s.samples = 20000;
+    const std::string method = info.name;
+    s.run = [method](Context& ctx) { run_rtt_processes(ctx, method); };
+    out.push_back(std::move(s));
+  }
+  for (bool ring : {false, true}) {
+    Scenario s;
+    s.name = std::string("wakeup/data:method=") + (ring ? "ring" : "sigqueue") + ",pin=other";
+    s.group = "wakeup";
+    s.title = ring ? "data to a process: Ring (16-byte records) + Bell"
+                   : "data to a process: sigqueue + si_value (8 bytes) + sigwaitinfo";
+    s.description =
+        "the parent streams numbered messages to its child in rounds of 64 and waits until "
+        "the child has received all of them (the child rings a Bell per round); one sample = "
+        "round time / 64 (interval clock in the parent); the child checks the order (lost, "
+        "out_of_order counters) and, for Ring, the one-way latency from a send timestamp";
+    s.params = {{"method", ring ? "ring" : "sigqueue"}, {"pin", "other"}};
+    s.clock = interval;
+    s.pinning = Pinning::other_core;
+    s.budget_s = 0.08;
+    s.samples = 5000;
+    s.run = [ring](Context& ctx) { run_data(ctx, ring); };
+    out.push_back(std::move(s));
+  }
+  auto cost = [&](std::string what, std::string title, std::string description,
+                  std::function<void(Context&)> run) {
+    Scenario s;
+    s.name = "wakeup/no_waiter:method=" + what;
+    s.group = "wakeup";
+    s.title = std::move(title);
+    s.description = std::move(description);
+    s.params = {{"method", what}};
+    s.clock = interval;
+    s.budget_s = 0.04;
+    s.samples = 5000;
+    s.run = std::move(run);
+    out.push_back(std::move(s));
+  };
+  cost("bell_ring", "Bell::ring(), nobody waits",
+       "ring() on a shared-scope Bell no one waits on: one atomic fetch_or, no syscall; "
+       "batches of 256 on one thread, sample = batch time / 256",
+       [](Context& ctx) {
+         Bell bell;
+         run_batched(ctx, [&] { bell.ring(); });
+       });
+  cost("eventfd_write", "eventfd write, nobody reads",
+       "write(efd, 1) on a non-blocking eventfd no one waits on (the counter only grows); "
+       "batches of 256, sample = batch time / 256",
+       [](Context& ctx) {
+         sys::UniqueFd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+         if (!fd) sys::throw_errno("eventfd");
+         run_batched(ctx, [&] {
+           const uint64_t one = 1;
+           if (::write(fd.get(), &one, sizeof one) != sizeof one) sys::fatal("eventfd", errno);
+         });
+       });
+  cost("futex_wake", "FUTEX_WAKE (shared), nobody waits",
+       "futex(FUTEX_WAKE) without FUTEX_PRIVATE_FLAG (the op a shared Bell would use) on a "
+       "word no one waits on; batches of 256, sample = batch time / 256",
+       [](Context& ctx) {
+         uint32_t word = 0;
+         run_batched(ctx, [&] { sys::futex_wake(&word, 1, sys::FutexScope::shared); });
+       });
+  return out;
+}
+
+const Registrar kWakeup{wakeup_scenarios()};
+
+const RatioRegistrar kWakeupRatios{{
+    {.name = "eventfd write / Bell ring (no waiter)",
+     .numerator = "wakeup/no_waiter:method=eventfd_write",
+     .denominator = "wakeup/no_waiter:method=bell_ring",
+     .meaning = "goal >= 100: a Bell nobody waits on costs an atomic, an eventfd a syscall"},
+    {.name = "futex wake / Bell ring (no waiter)",
+     .numerator = "wakeup/no_waiter:method=futex_wake",
+     .denominator = "wakeup/no_waiter:method=bell_ring",
+     .meaning = "goal >= 100: the syscall Bell skips when nobody waits"},
+    {.name = "Bell RTT / raw futex RTT (threads, other core)",
+     .numerator = "wakeup/rtt:method=bell,pin=other",
+     .denominator = "wakeup/rtt:method=futex,pin=other",
+     .meaning = "goal <= 1.10: Bell's bookkeeping adds nothing visible to a real wake-up"},
+    {.name = "Bell spin RTT / busy-poll RTT (threads, other core)",
+     .numerator = "wakeup/rtt:method=bell_spin,pin=other",
+     .denominator = "wakeup/rtt:method=busy_poll,pin=other",
+     .meaning = "goal <= 3: with the peer answering inside the spin budget"},
+    {.name = "shared Bell RTT / shared futex RTT (processes)",
+     .numerator = "wakeup/process_rtt:method=bell,pin=other",
+     .denominator = "wakeup/process_rtt:method=futex,pin=other",
+     .meaning = "goal <= 1.10 across processes"},
+    {.name = "shared Bell spin RTT / busy-poll RTT (processes)",
+     .numerator = "wakeup/process_rtt:method=bell_spin,pin=other",
+     .denominator = "wakeup/process_rtt:method=busy_poll,pin=other",
+     .meaning = "goal <= 3 across processes"},
+    {.name = "pthread_kill+sigwaitinfo / eventfd (one-way, per send)",
+     .numerator = "wakeup/throughput:method=sigwaitinfo,pin=other",
+     .denominator = "wakeup/throughput:method=eventfd,pin=other",
+     .statistic = "mean",
+     .reference = 3.7,
+     .reference_source = "seed 000: 3,121 ms vs 842 ms for 1e6 notifications (sender-side "
+                         "timing, coalesced receives not counted)",
+     .meaning = "signal vs eventfd for frequent notification; ours counts deliveries"},
+    {.name = "pthread_kill+sigwaitinfo RTT / eventfd+epoll RTT",
+     .numerator = "wakeup/rtt:method=sigwaitinfo,pin=other",
+     .denominator = "wakeup/rtt:method=eventfd_epoll,pin=other",
+     .reference = 10.0,
+     .reference_source = "seed 000: claimed ~10x for eventfd+epoll over kill/sigqueue "
+                         "(no measurement given)",
+     .meaning = "the seed's headline claim, measured as a delivered round trip"},
+    {.name = "sigqueue / Ring (per message, processes)",
+     .numerator = "wakeup/data:method=sigqueue,pin=other",
+     .denominator = "wakeup/data:method=ring,pin=other",
+     .statistic = "mean",
+     .reference = 5.0,
+     .reference_source = "seed 000: claimed ~5x for shared memory + eventfd over RT signals",
+     .meaning = "passing data: RT signal per 8 bytes vs a shared-memory ring"},
+}};
+
+const ReferenceRegistrar kWakeupReferences{{
+    {.scenario = "wakeup/throughput:method=sigwaitinfo,pin=other",
+     .what = "pthread_kill + sigwait, per notification (sender-side only)",
+     .value_ns = 3120.0,
+     .statistic = "mean",
+     .source = "seed 000, 1e6 notifications, machine not stated"},
+    {.scenario = "wakeup/throughput:method=eventfd,pin=other",
+     .what = "eventfd write/read, per notification (sender-side only)",
+     .value_ns = 840.0,
+     .statistic = "mean",
+     .source = "seed 000, 1e6 notifications, machine not stated"},
+}};
+
+}  // namespace
+}  // namespace doorbell::lab

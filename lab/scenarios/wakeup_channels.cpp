@@ -1,0 +1,510 @@
+#include "lab/scenarios/wakeup_channels.h"
+
+#include <liburing.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/atomic/ipc_atomic.hpp>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <semaphore>
+#include <stdexcept>
+
+#include "doorbell/bell.h"
+#include "doorbell/event_loop.h"
+#include "doorbell/event_notifier.h"
+#include "lab/harness/scenario.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/futex.h"
+
+namespace doorbell::lab::wakeup {
+namespace {
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
+void write_all(int fd, const void* data, size_t n, const char* what) {
+  ssize_t rc;
+  do {
+    rc = ::write(fd, data, n);
+  } while (rc < 0 && errno == EINTR);
+  if (rc != static_cast<ssize_t>(n)) sys::fatal(what, errno);
+}
+
+void read_some(int fd, void* data, size_t n, const char* what) {
+  ssize_t rc;
+  do {
+    rc = ::read(fd, data, n);
+  } while (rc < 0 && errno == EINTR);
+  if (rc <= 0) sys::fatal(what, errno);
+}
+
+int signal_of(int direction) {
+  return direction == 0 ? SIGUSR1 : SIGUSR2;
+}
+
+// --- fds ----------------------------------------------------------------------
+
+class EventfdChannel : public Channel {
+ public:
+  explicit EventfdChannel(bool epoll) : epoll_(epoll) {
+    fd_.reset(::eventfd(0, EFD_CLOEXEC | (epoll ? EFD_NONBLOCK : 0)));
+    if (!fd_) sys::throw_errno("eventfd");
+    if (epoll) {
+      ep_.reset(::epoll_create1(EPOLL_CLOEXEC));
+      if (!ep_) sys::throw_errno("epoll_create1");
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd_.get(), &ev) != 0) sys::throw_errno("epoll_ctl");
+    }
+  }
+  void send() override {
+    const uint64_t one = 1;
+    write_all(fd_.get(), &one, sizeof one, "eventfd write");
+  }
+  void recv() override {
+    uint64_t value;
+    if (!epoll_) return read_some(fd_.get(), &value, sizeof value, "eventfd read");
+    for (;;) {
+      epoll_event ev;
+      int n;
+      do {
+        n = ::epoll_wait(ep_.get(), &ev, 1, -1);
+      } while (n < 0 && errno == EINTR);
+      if (n < 0) sys::fatal("epoll_wait", errno);
+      if (::read(fd_.get(), &value, sizeof value) == sizeof value) return;
+    }
+  }
+
+ private:
+  bool epoll_;
+  sys::UniqueFd fd_, ep_;
+};
+
+class PipeChannel : public Channel {
+ public:
+  PipeChannel() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) sys::throw_errno("pipe2");
+    r_.reset(fds[0]);
+    w_.reset(fds[1]);
+  }
+  void send() override { write_all(w_.get(), "x", 1, "pipe write"); }
+  void recv() override {
+    char c;
+    read_some(r_.get(), &c, 1, "pipe read");
+  }
+
+ private:
+  sys::UniqueFd r_, w_;
+};
+
+// --- words ----------------------------------------------------------------------
+
+// The textbook futex flag: send stores 1 and always calls FUTEX_WAKE; recv
+// takes the flag or sleeps on it.
+class FutexChannel : public Channel {
+ public:
+  FutexChannel(std::atomic<uint32_t>* word, sys::FutexScope scope) : word_(word), scope_(scope) {}
+  void send() override {
+    word_->store(1, std::memory_order_release);
+    sys::futex_wake(reinterpret_cast<uint32_t*>(word_), 1, scope_);
+  }
+  void recv() override {
+    while (word_->exchange(0, std::memory_order_acquire) == 0)
+      sys::futex_wait(reinterpret_cast<uint32_t*>(word_), 0, nullptr, scope_);
+  }
+
+ private:
+  std::atomic<uint32_t>* word_;
+  sys::FutexScope scope_;
+};
+
+class BellChannel : public Channel {
+ public:
+  BellChannel(Bell* bell, uint32_t spin) : bell_(bell), spin_{spin} {}
+  void send() override { bell_->ring(); }
+  void recv() override { bell_->wait(spin_); }
+
+ private:
+  Bell* bell_;
+  Bell::Spin spin_;
+};
+
+class BusyPollChannel : public Channel {
+ public:
+  explicit BusyPollChannel(std::atomic<uint32_t>* word) : word_(word) {}
+  void send() override { word_->store(1, std::memory_order_release); }
+  void recv() override {
+    for (uint32_t spins = 1;; ++spins) {
+      if (word_->load(std::memory_order_relaxed) != 0 &&
+          word_->exchange(0, std::memory_order_acquire) != 0)
+        return;
+      cpu_relax();
+      // Yield now and then, so that a peer on the same CPU can run at all
+      // (cross-core, 4096 pauses are far longer than any answer).
+      if ((spins & 4095) == 0) sched_yield();
+    }
+  }
+
+ private:
+  std::atomic<uint32_t>* word_;
+};
+
+class CondvarChannel : public Channel {
+ public:
+  void send() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      flag_ = true;
+    }
+    cv_.notify_one();
+  }
+  void recv() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [this] { return flag_; });
+    flag_ = false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool flag_ = false;
+};
+
+class AtomicWaitChannel : public Channel {
+ public:
+  void send() override {
+    word_.store(1, std::memory_order_release);
+    word_.notify_one();
+  }
+  void recv() override {
+    while (word_.exchange(0, std::memory_order_acquire) == 0) word_.wait(0);
+  }
+
+ private:
+  std::atomic<uint32_t> word_{0};
+};
+
+// std::binary_semaphore: release() beyond 1 is undefined, so send() only
+// releases when the receiver has not been released yet (the flag makes the
+// semaphore coalesce like the others instead).
+class SemaphoreChannel : public Channel {
+ public:
+  void send() override {
+    if (!posted_.exchange(true, std::memory_order_acq_rel)) sem_.release();
+  }
+  void recv() override {
+    sem_.acquire();
+    posted_.store(false, std::memory_order_release);
+  }
+
+ private:
+  std::binary_semaphore sem_{0};
+  std::atomic<bool> posted_{false};
+};
+
+class IpcAtomicChannel : public Channel {
+ public:
+  using Word = boost::atomics::ipc_atomic<uint32_t>;
+  explicit IpcAtomicChannel(Word* word) : word_(word) {}
+  void send() override {
+    word_->store(1, boost::memory_order_release);
+    word_->notify_one();
+  }
+  void recv() override {
+    while (word_->exchange(0, boost::memory_order_acquire) == 0) word_->wait(0);
+  }
+
+ private:
+  Word* word_;
+};
+
+class NotifierLoopChannel : public Channel {
+ public:
+  NotifierLoopChannel() = default;
+  void attach_receiver() override {
+    loop_ = std::make_unique<EventLoop>();
+    loop_->add(notifier_.fd(), EventLoop::kReadable,
+               [this](uint32_t) { got_ = notifier_.consume(true) || got_; });
+  }
+  void send() override { notifier_.notify(); }
+  void recv() override {
+    for (;;) {
+      if (!notifier_.arm()) {
+        notifier_.consume(false);
+        return;
+      }
+      got_ = false;
+      loop_->run_once();
+      if (got_) return;
+    }
+  }
+
+ private:
+  EventNotifier notifier_;
+  std::unique_ptr<EventLoop> loop_;
+  bool got_ = false;
+};
+
+// --- signals --------------------------------------------------------------------
+
+volatile sig_atomic_t g_handled[2];
+void on_signal(int signo) {
+  g_handled[signo == SIGUSR1 ? 0 : 1] = 1;
+}
+
+class SignalChannel : public Channel {
+ public:
+  enum class Receive { handler, sigwaitinfo, signalfd };
+  SignalChannel(Receive how, int direction, Where where)
+      : how_(how), signo_(signal_of(direction)), index_(direction), where_(where) {}
+  void set_target(pid_t pid, pid_t tid) override {
+    pid_ = pid;
+    tid_ = tid;
+  }
+  void attach_receiver() override {
+    if (how_ == Receive::signalfd) {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, signo_);
+      fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC));
+      if (!fd_) sys::throw_errno("signalfd");
+    }
+    pthread_sigmask(SIG_SETMASK, nullptr, &suspend_mask_);
+    sigdelset(&suspend_mask_, signo_);
+  }
+  void send() override {
+    // Thread-directed within a process (pthread_kill is tgkill), process-
+    // directed across processes (kill).
+    const long rc =
+        where_ == Where::threads ? ::syscall(SYS_tgkill, pid_, tid_, signo_) : ::kill(pid_, signo_);
+    if (rc != 0) sys::fatal("signal send", errno);
+  }
+  void recv() override {
+    switch (how_) {
+      case Receive::handler:
+        while (!g_handled[index_]) ::sigsuspend(&suspend_mask_);
+        g_handled[index_] = 0;
+        return;
+      case Receive::sigwaitinfo: {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, signo_);
+        while (::sigwaitinfo(&set, nullptr) < 0) {
+          if (errno != EINTR) sys::fatal("sigwaitinfo", errno);
+        }
+        return;
+      }
+      case Receive::signalfd: {
+        signalfd_siginfo info;
+        read_some(fd_.get(), &info, sizeof info, "signalfd read");
+        return;
+      }
+    }
+  }
+
+ private:
+  Receive how_;
+  int signo_;
+  int index_;
+  Where where_;
+  pid_t pid_ = 0, tid_ = 0;
+  sys::UniqueFd fd_;
+  sigset_t suspend_mask_;
+};
+
+// --- io_uring -------------------------------------------------------------------
+
+// IORING_OP_MSG_RING: the sender posts a completion straight into the
+// receiver's ring. Each direction owns one ring (the receiver's); the
+// sender needs a ring to submit from, so each side also owns a send ring.
+class MsgRingChannel : public Channel {
+ public:
+  MsgRingChannel() {
+    if (int rc = io_uring_queue_init(8, &recv_ring_, 0); rc < 0)
+      throw SkipScenario("io_uring_queue_init: " + std::string(strerror(-rc)));
+    if (int rc = io_uring_queue_init(8, &send_ring_, 0); rc < 0) {
+      io_uring_queue_exit(&recv_ring_);
+      throw SkipScenario("io_uring_queue_init: " + std::string(strerror(-rc)));
+    }
+    // Probe: one message to ourselves, to turn "not allowed here" into a
+    // skip (IORING_OP_MSG_RING needs Linux 5.18; seccomp or
+    // io_uring_disabled may refuse it).
+    io_uring_sqe* sqe = io_uring_get_sqe(&send_ring_);
+    io_uring_prep_msg_ring(sqe, recv_ring_.ring_fd, 0, 1, 0);
+    io_uring_submit(&send_ring_);
+    io_uring_cqe* cqe = nullptr;
+    const int rc = io_uring_wait_cqe(&send_ring_, &cqe);
+    const int res = rc < 0 ? rc : cqe->res;
+    if (rc == 0) io_uring_cqe_seen(&send_ring_, cqe);
+    if (res < 0) {
+      io_uring_queue_exit(&recv_ring_);
+      io_uring_queue_exit(&send_ring_);
+      throw SkipScenario("IORING_OP_MSG_RING refused: " + std::string(strerror(-res)));
+    }
+    recv();
+  }
+  ~MsgRingChannel() override {
+    io_uring_queue_exit(&recv_ring_);
+    io_uring_queue_exit(&send_ring_);
+  }
+  void send() override {
+    io_uring_sqe* sqe = io_uring_get_sqe(&send_ring_);
+    if (!sqe) sys::fatal("io_uring_get_sqe");
+    io_uring_prep_msg_ring(sqe, recv_ring_.ring_fd, 0, 1, 0);
+    // Reap our own completions of earlier sends so the CQ never fills.
+    io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
+    int rc;
+    do {
+      rc = io_uring_submit(&send_ring_);
+    } while (rc == -EINTR);
+    if (rc < 0) sys::fatal("io_uring_submit", -rc);
+  }
+  void recv() override {
+    io_uring_cqe* cqe = nullptr;
+    int rc;
+    do {
+      rc = io_uring_wait_cqe(&recv_ring_, &cqe);
+    } while (rc == -EINTR);
+    if (rc < 0) sys::fatal("io_uring_wait_cqe", -rc);
+    io_uring_cqe_seen(&recv_ring_, cqe);
+  }
+
+ private:
+  io_uring recv_ring_{}, send_ring_{};
+};
+
+}  // namespace
+
+SharedArena::SharedArena(std::size_t bytes) : size(bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) sys::throw_errno("mmap shared arena");
+  base = static_cast<unsigned char*>(p);
+}
+SharedArena::~SharedArena() {
+  ::munmap(base, size);
+}
+void* SharedArena::take(std::size_t bytes, std::size_t align) {
+  used = (used + align - 1) / align * align;
+  if (used + bytes > size) throw std::length_error("shared arena full");
+  void* p = base + used;
+  used += bytes;
+  return p;
+}
+
+const std::vector<MethodInfo>& methods() {
+  static const std::vector<MethodInfo> all = {
+      {"signal_handler", "pthread_kill/kill + handler (sigsuspend)", true, false},
+      {"sigwaitinfo", "pthread_kill/kill + sigwaitinfo", true, true},
+      {"signalfd", "pthread_kill + signalfd read", true, false},
+      {"eventfd", "eventfd, blocking read", true, true},
+      {"eventfd_epoll", "eventfd via epoll_wait", true, false},
+      {"pipe", "pipe, 1 byte", true, true},
+      {"futex", "raw futex (store + FUTEX_WAKE always)", true, true},
+      {"condvar", "std::condition_variable", true, false},
+      {"atomic_wait", "std::atomic::wait/notify_one", true, false},
+      {"binary_semaphore", "std::binary_semaphore", true, false},
+      {"bell", "Bell, no spin", true, true},
+      {"bell_spin", "Bell, spin 4000 pauses", true, true},
+      {"notifier_loop", "EventNotifier via EventLoop", true, false},
+      {"ipc_atomic", "Boost.Atomic ipc_atomic wait/notify", false, true},
+      {"msg_ring", "io_uring IORING_OP_MSG_RING", false, true},
+      {"busy_poll", "busy-poll on an atomic flag (floor)", true, true},
+  };
+  return all;
+}
+
+constexpr uint32_t kBellSpin = 4000;
+
+std::unique_ptr<Channel> make_channel(const std::string& method, Where where, int direction,
+                                      SharedArena& arena) {
+  const bool proc = where == Where::processes;
+  auto word = [&] {
+    return new (arena.take(sizeof(std::atomic<uint32_t>))) std::atomic<uint32_t>(0);
+  };
+  if (method == "signal_handler")
+    return std::make_unique<SignalChannel>(SignalChannel::Receive::handler, direction, where);
+  if (method == "sigwaitinfo")
+    return std::make_unique<SignalChannel>(SignalChannel::Receive::sigwaitinfo, direction, where);
+  if (method == "signalfd")
+    return std::make_unique<SignalChannel>(SignalChannel::Receive::signalfd, direction, where);
+  if (method == "eventfd") return std::make_unique<EventfdChannel>(false);
+  if (method == "eventfd_epoll") return std::make_unique<EventfdChannel>(true);
+  if (method == "pipe") return std::make_unique<PipeChannel>();
+  if (method == "futex")
+    return std::make_unique<FutexChannel>(
+        word(), proc ? sys::FutexScope::shared : sys::FutexScope::process_private);
+  if (method == "condvar") return std::make_unique<CondvarChannel>();
+  if (method == "atomic_wait") return std::make_unique<AtomicWaitChannel>();
+  if (method == "binary_semaphore") return std::make_unique<SemaphoreChannel>();
+  if (method == "bell" || method == "bell_spin") {
+    Bell* bell = Bell::create_at(arena.take(sizeof(Bell)),
+                                 proc ? Bell::Scope::shared : Bell::Scope::process_private);
+    return std::make_unique<BellChannel>(bell, method == "bell_spin" ? kBellSpin : 0);
+  }
+  if (method == "notifier_loop") return std::make_unique<NotifierLoopChannel>();
+  if (method == "ipc_atomic") {
+    using Word = IpcAtomicChannel::Word;
+    if (!Word::always_has_native_wait_notify)
+      throw SkipScenario("Boost ipc_atomic has no native wait/notify here");
+    return std::make_unique<IpcAtomicChannel>(new (arena.take(sizeof(Word))) Word(0));
+  }
+  if (method == "msg_ring") return std::make_unique<MsgRingChannel>();
+  if (method == "busy_poll") return std::make_unique<BusyPollChannel>(word());
+  throw std::invalid_argument("unknown wake-up method " + method);
+}
+
+MethodEnvironment::MethodEnvironment(const std::string& method) {
+  signals_ = method == "signal_handler" || method == "sigwaitinfo" || method == "signalfd";
+  handlers_ = method == "signal_handler";
+  if (!signals_) return;
+  // Block both signals on this thread; peers started afterwards inherit it.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  sigaddset(&set, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &set, &old_mask_);
+  if (handlers_) {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGUSR1, &sa, &old_usr1_) != 0 || sigaction(SIGUSR2, &sa, &old_usr2_) != 0)
+      sys::throw_errno("sigaction");
+    g_handled[0] = g_handled[1] = 0;
+  }
+}
+
+MethodEnvironment::~MethodEnvironment() {
+  if (!signals_) return;
+  // Drain what a stop message may have left pending, then restore.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  sigaddset(&set, SIGUSR2);
+  const timespec zero{0, 0};
+  while (sigtimedwait(&set, nullptr, &zero) > 0) {
+  }
+  if (handlers_) {
+    sigaction(SIGUSR1, &old_usr1_, nullptr);
+    sigaction(SIGUSR2, &old_usr2_, nullptr);
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
+}  // namespace doorbell::lab::wakeup

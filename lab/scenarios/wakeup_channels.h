@@ -1,0 +1,71 @@
+// Wake-up channels for the `wakeup` lab group: one direction of a
+// notification, with send() on one side and a blocking recv() on the other.
+// Every channel's recv() returns only once the notification really reached
+// the receiving thread (for signals: the handler ran, or sigwaitinfo/signalfd
+// returned it). Channels coalesce exactly as their mechanism does; the
+// throughput rows count deliveries, not sends.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace doorbell::lab::wakeup {
+
+class Channel {
+ public:
+  virtual ~Channel() = default;
+  // On the receiving thread (or process), before the first recv().
+  virtual void attach_receiver() {}
+  // Tells a signal channel whom to signal: a thread (tid) and its process.
+  virtual void set_target(pid_t /*pid*/, pid_t /*tid*/) {}
+  virtual void send() = 0;
+  virtual void recv() = 0;
+};
+
+enum class Where { threads, processes };
+
+// Memory shared across fork (MAP_SHARED); channels that need shared words
+// carve them out of it.
+struct SharedArena {
+  explicit SharedArena(std::size_t bytes);
+  ~SharedArena();
+  void* take(std::size_t bytes, std::size_t align = 64);
+  unsigned char* base;
+  std::size_t size;
+  std::size_t used = 0;
+};
+
+// Makes one direction of `method` (see methods()). `direction` (0 or 1)
+// picks the signal for signal methods (SIGUSR1 / SIGUSR2).
+std::unique_ptr<Channel> make_channel(const std::string& method, Where where, int direction,
+                                      SharedArena& arena);
+
+// Process-wide set-up a method needs (blocked signals, handlers), restored
+// on destruction. Create it on the measuring thread before starting peers.
+class MethodEnvironment {
+ public:
+  explicit MethodEnvironment(const std::string& method);
+  ~MethodEnvironment();
+  MethodEnvironment(const MethodEnvironment&) = delete;
+  MethodEnvironment& operator=(const MethodEnvironment&) = delete;
+
+ private:
+  bool signals_ = false;
+  bool handlers_ = false;
+  sigset_t old_mask_;
+  struct sigaction old_usr1_, old_usr2_;
+};
+
+struct MethodInfo {
+  std::string name;
+  std::string what;  // a short description for titles
+  bool threads;      // available across threads
+  bool processes;    // available across processes
+};
+const std::vector<MethodInfo>& methods();
+
+}  // namespace doorbell::lab::wakeup

@@ -1,0 +1,256 @@
+#include "doorbell/event_loop.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <string>
+
+#include "doorbell/timer.h"
+#include "sys/error.h"
+
+namespace doorbell {
+
+struct EventLoop::TimerEntry {
+  TimerId id = 0;
+  bool periodic = false;
+  Timer timer;
+  TimerCallback callback;
+};
+
+namespace {
+
+constexpr uint64_t kNotifierSerial = 0;
+constexpr int kMaxEvents = 64;
+
+[[noreturn]] void throw_closed_under_loop(int fd, const char* what) {
+  throw std::system_error(EBADF, std::generic_category(),
+                          std::string("EventLoop::") + what + ": fd " + std::to_string(fd) +
+                              " was closed while registered with the loop (remove() it before "
+                              "closing it)");
+}
+
+}  // namespace
+
+EventLoop::EventLoop() {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) sys::throw_errno("EventLoop: epoll_create1");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kNotifierSerial;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0) {
+    const int error = errno;
+    ::close(epoll_fd_);
+    sys::throw_errno(error, "EventLoop: epoll_ctl(ADD, notifier)");
+  }
+}
+
+EventLoop::~EventLoop() {
+  // Timers own their fds; remove them from epoll by closing the epoll fd
+  // first, then let the entries close their timerfds.
+  ::close(epoll_fd_);
+}
+
+uint32_t EventLoop::to_epoll(uint32_t events) const {
+  if ((events & (kReadable | kWritable)) == 0 ||
+      (events & ~(kReadable | kWritable | kError | kHangup)))
+    throw std::invalid_argument("EventLoop: events must be kReadable and/or kWritable");
+  uint32_t out = 0;
+  if (events & kReadable) out |= EPOLLIN | EPOLLRDHUP;
+  if (events & kWritable) out |= EPOLLOUT;
+  return out;
+}
+
+void EventLoop::check_stale(int fd, const char* what) {
+  // The number is in our table. If epoll no longer knows (fd, file), the fd
+  // was closed under us and the number perhaps reused.
+  epoll_event ev{};
+  ev.events = 0;
+  ev.data.u64 = by_fd_.at(fd)->serial;
+  (void)what;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) == 0) return;
+  const int error = errno;
+  if (error == ENOENT || error == EBADF) {
+    by_serial_.erase(by_fd_.at(fd)->serial);
+    by_fd_.erase(fd);
+    throw_closed_under_loop(fd, what);
+  }
+  sys::throw_errno(error, "EventLoop: epoll_ctl(MOD)");
+}
+
+void EventLoop::add(int fd, uint32_t events, Callback callback) {
+  if (fd < 0) throw std::invalid_argument("EventLoop::add: negative fd");
+  if (!callback) throw std::invalid_argument("EventLoop::add: empty callback");
+  epoll_event ev{};
+  ev.events = to_epoll(events);
+  if (auto it = by_fd_.find(fd); it != by_fd_.end()) {
+    // Either a real double add, or the old fd was closed under the loop and
+    // this is a new file with the same number. epoll tells which.
+    epoll_event probe{};
+    probe.data.u64 = it->second->serial;
+    probe.events = 0;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &probe) == 0)
+      throw std::invalid_argument("EventLoop::add: fd " + std::to_string(fd) +
+                                  " is already registered");
+    by_serial_.erase(it->second->serial);
+    by_fd_.erase(it);
+    throw_closed_under_loop(fd, "add");
+  }
+  auto registration =
+      std::make_shared<Registration>(Registration{fd, next_serial_++, std::move(callback)});
+  ev.data.u64 = registration->serial;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    const int error = errno;
+    if (error == EBADF)
+      throw std::system_error(EBADF, std::generic_category(),
+                              "EventLoop::add: fd " + std::to_string(fd) + " is not open");
+    sys::throw_errno(error, "EventLoop::add: epoll_ctl(ADD)");
+  }
+  by_serial_.emplace(registration->serial, registration);
+  by_fd_.emplace(fd, std::move(registration));
+}
+
+void EventLoop::modify(int fd, uint32_t events) {
+  auto it = by_fd_.find(fd);
+  if (it == by_fd_.end())
+    throw std::invalid_argument("EventLoop::modify: fd " + std::to_string(fd) +
+                                " is not registered");
+  epoll_event ev{};
+  ev.events = to_epoll(events);
+  ev.data.u64 = it->second->serial;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
+    const int error = errno;
+    if (error == ENOENT || error == EBADF) {
+      by_serial_.erase(it->second->serial);
+      by_fd_.erase(it);
+      throw_closed_under_loop(fd, "modify");
+    }
+    sys::throw_errno(error, "EventLoop::modify: epoll_ctl(MOD)");
+  }
+}
+
+bool EventLoop::remove(int fd) {
+  auto it = by_fd_.find(fd);
+  if (it == by_fd_.end()) return false;
+  // Drop our record first: whatever epoll says, the registration is gone,
+  // and a callback still running keeps its own reference.
+  by_serial_.erase(it->second->serial);
+  by_fd_.erase(it);
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
+    const int error = errno;
+    // EBADF: closed. ENOENT: closed and the number reused by another file.
+    if (error == EBADF || error == ENOENT) throw_closed_under_loop(fd, "remove");
+    sys::throw_errno(error, "EventLoop::remove: epoll_ctl(DEL)");
+  }
+  return true;
+}
+
+EventLoop::TimerId EventLoop::add_timer(std::chrono::nanoseconds first,
+                                        std::chrono::nanoseconds period, TimerCallback callback) {
+  if (!callback) throw std::invalid_argument("EventLoop::add_timer: empty callback");
+  if (first.count() <= 0)
+    throw std::invalid_argument("EventLoop::add_timer: first must be positive");
+  if (period.count() < 0) throw std::invalid_argument("EventLoop::add_timer: negative period");
+  auto entry = std::make_unique<TimerEntry>();
+  entry->id = next_serial_;  // unique: shares the serial space
+  entry->periodic = period.count() > 0;
+  entry->callback = std::move(callback);
+  TimerEntry* raw = entry.get();
+  const TimerId id = entry->id;
+  add(raw->timer.fd(), kReadable, [this, raw, id](uint32_t) {
+    const uint64_t n = raw->timer.read();
+    if (n == 0) return;                    // raced with a re-arm; nothing expired
+    if (!raw->periodic) cancel_timer(id);  // retired, stays alive until the round ends
+    raw->callback(n);
+  });
+  if (entry->periodic)
+    entry->timer.arm_periodic(period, first);
+  else
+    entry->timer.arm_once(first);
+  timers_.emplace(id, std::move(entry));
+  return id;
+}
+
+bool EventLoop::cancel_timer(TimerId id) {
+  auto it = timers_.find(id);
+  if (it == timers_.end()) return false;
+  remove(it->second->timer.fd());
+  // The timer's callback may be the one running: keep the entry (and its
+  // fd, so the number is not reused this round) until the round ends.
+  retired_timers_.push_back(std::move(it->second));
+  timers_.erase(it);
+  if (!running_) retired_timers_.clear();
+  return true;
+}
+
+void EventLoop::stop() noexcept {
+  // release: pairs with take_stop()'s acquire.
+  stop_.store(true, std::memory_order_release);
+  notifier_.notify();
+}
+
+bool EventLoop::take_stop() noexcept {
+  return stop_.exchange(false, std::memory_order_acq_rel);
+}
+
+std::size_t EventLoop::run() {
+  std::size_t total = 0;
+  for (;;) {
+    if (stop_.load(std::memory_order_acquire)) {
+      take_stop();
+      return total;
+    }
+    total += run_once(std::nullopt);
+  }
+}
+
+std::size_t EventLoop::run_once(std::optional<std::chrono::milliseconds> timeout) {
+  if (running_) throw std::logic_error("EventLoop::run_once: called from a callback (re-entry)");
+  if (take_stop()) return 0;
+  int timeout_ms = timeout ? static_cast<int>(std::max<int64_t>(0, timeout->count())) : -1;
+  // Arm only when we would sleep; a pending notify() means "don't sleep".
+  bool armed = false;
+  if (timeout_ms != 0) {
+    armed = notifier_.arm();
+    if (!armed) timeout_ms = 0;
+  }
+  epoll_event events[kMaxEvents];
+  int n;
+  do {
+    n = ::epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) sys::fatal("EventLoop: epoll_wait", errno);
+
+  bool notifier_readable = false;
+  for (int i = 0; i < n; ++i)
+    if (events[i].data.u64 == kNotifierSerial) notifier_readable = true;
+  notifier_.consume(notifier_readable);
+
+  running_ = true;
+  std::size_t dispatched = 0;
+  struct Reset {
+    EventLoop* loop;
+    ~Reset() {
+      loop->running_ = false;
+      loop->retired_timers_.clear();
+    }
+  } reset{this};
+  for (int i = 0; i < n; ++i) {
+    const uint64_t serial = events[i].data.u64;
+    if (serial == kNotifierSerial) continue;
+    auto it = by_serial_.find(serial);
+    if (it == by_serial_.end()) continue;             // removed earlier in this round
+    std::shared_ptr<Registration> keep = it->second;  // survives its own remove()
+    uint32_t got = 0;
+    if (events[i].events & EPOLLIN) got |= kReadable;
+    if (events[i].events & EPOLLOUT) got |= kWritable;
+    if (events[i].events & EPOLLERR) got |= kError;
+    if (events[i].events & (EPOLLHUP | EPOLLRDHUP)) got |= kHangup;
+    keep->callback(got);
+    ++dispatched;
+  }
+  return dispatched;
+}
+
+}  // namespace doorbell

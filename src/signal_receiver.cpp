@@ -1,0 +1,335 @@
+#include "doorbell/signal_receiver.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+
+#include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/proc.h"
+#include "sys/tgkill.h"
+
+namespace doorbell {
+
+namespace {
+
+void check_signal(int signo) {
+  const auto refuse = [signo](const char* why) {
+    throw std::invalid_argument("SignalReceiver: signal " + std::to_string(signo) +
+                                " refused: " + why);
+  };
+  if (signo <= 0 || signo >= NSIG) refuse("out of range");
+  if (signo == SIGKILL || signo == SIGSTOP) refuse("SIGKILL and SIGSTOP cannot be blocked");
+  if (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL ||
+      signo == SIGTRAP || signo == SIGSYS)
+    refuse("a synchronous fault signal goes to the faulting thread and cannot be waited for");
+  if (signo >= 32 && signo < SIGRTMIN) refuse("reserved by the C library (below SIGRTMIN)");
+}
+
+sigset_t make_set(const std::vector<int>& signals) {
+  if (signals.empty()) throw std::invalid_argument("SignalReceiver: empty signal set");
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int signo : signals) {
+    check_signal(signo);
+    sigaddset(&set, signo);
+  }
+  return set;
+}
+
+// signalfd gives a signalfd_siginfo; callers get the same siginfo_t as from
+// sigwaitinfo. The siginfo_t fields overlap in a union, so fill only the
+// members that belong to the signal's kind.
+siginfo_t to_siginfo(const signalfd_siginfo& in) {
+  siginfo_t out;
+  std::memset(&out, 0, sizeof out);
+  out.si_signo = static_cast<int>(in.ssi_signo);
+  out.si_errno = in.ssi_errno;
+  out.si_code = in.ssi_code;
+  if (in.ssi_code == SI_TIMER) {
+    out.si_timerid = in.ssi_tid;
+    out.si_overrun = static_cast<int>(in.ssi_overrun);
+    out.si_value.sival_ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(in.ssi_ptr));
+    return out;
+  }
+  out.si_pid = static_cast<pid_t>(in.ssi_pid);
+  out.si_uid = static_cast<uid_t>(in.ssi_uid);
+  if (out.si_signo == SIGCHLD) {
+    out.si_status = in.ssi_status;
+  } else {
+    // ssi_ptr carries the whole sigval (ssi_int is its low half).
+    out.si_value.sival_ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(in.ssi_ptr));
+  }
+  return out;
+}
+
+std::string rtprio_limit_text() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_RTPRIO, &limit) != 0) return "unknown";
+  if (limit.rlim_cur == RLIM_INFINITY) return "unlimited";
+  return std::to_string(limit.rlim_cur);
+}
+
+}  // namespace
+
+sigset_t block_signals_in_this_thread(const std::vector<int>& signals) {
+  const sigset_t set = make_set(signals);
+  sigset_t previous;
+  const int rc = ::pthread_sigmask(SIG_BLOCK, &set, &previous);
+  if (rc != 0) sys::throw_errno(rc, "pthread_sigmask(SIG_BLOCK)");
+  return previous;
+}
+
+void restore_signal_mask(const sigset_t& previous) {
+  const int rc = ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (rc != 0) sys::throw_errno(rc, "pthread_sigmask(SIG_SETMASK)");
+}
+
+// ---------------------------------------------------------------- state
+
+struct SignalReceiver::State {
+  sigset_t set;
+  int first_signal = 0;
+  Callback callback;
+  Options options;
+  Placement placement;
+  std::thread thread;
+  sys::UniqueFd signal_fd;  // Method::signalfd
+  sys::UniqueFd stop_fd;    // Method::signalfd: an eventfd written by stop()
+  // stopping: set by stop() before it wakes the thread; read by the thread
+  // after each wake. release/acquire: nothing else is handed over by it, but
+  // it keeps the flag's meaning simple ("stop() happened before").
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> received{0};
+  bool joined = false;
+
+  void place(std::string& fatal_error);
+  void run_sigwaitinfo();
+  void run_signalfd();
+  bool is_stop_marker(const siginfo_t& info) const noexcept {
+    return info.si_code == SI_QUEUE && info.si_pid == ::getpid() &&
+           info.si_value.sival_ptr == static_cast<const void*>(this);
+  }
+  void dispatch(const siginfo_t& info) {
+    received.fetch_add(1, std::memory_order_relaxed);
+    callback(info);
+  }
+};
+
+// Runs on the receiver thread before it starts waiting.
+void SignalReceiver::State::place(std::string& fatal_error) {
+  placement.tid = sys::current_tid();
+  std::string warning;
+  if (options.fifo_priority > 0) {
+    sched_param param{};
+    param.sched_priority = options.fifo_priority;
+    const int rc = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
+    if (rc == 0) {
+      placement.fifo = true;
+      placement.priority = options.fifo_priority;
+    } else {
+      warning += "SCHED_FIFO priority " + std::to_string(options.fifo_priority) + " refused (" +
+                 std::strerror(rc) + "; it needs CAP_SYS_NICE or RLIMIT_RTPRIO >= the priority, " +
+                 "RLIMIT_RTPRIO is " + rtprio_limit_text() +
+                 "): the receiver runs at SCHED_OTHER, so its delay depends on the fair "
+                 "scheduler (milliseconds under load instead of microseconds). ";
+      if (options.require_fifo) fatal_error = warning;
+    }
+  }
+  if (options.cpu >= 0) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    if (options.cpu < CPU_SETSIZE) CPU_SET(options.cpu, &cpus);
+    const int rc = options.cpu < CPU_SETSIZE
+                       ? ::pthread_setaffinity_np(::pthread_self(), sizeof cpus, &cpus)
+                       : EINVAL;
+    if (rc == 0) {
+      placement.cpu = options.cpu;
+    } else {
+      const std::string why = "pinning to CPU " + std::to_string(options.cpu) + " refused (" +
+                              std::strerror(rc) +
+                              "; not in the allowed set?): the receiver is not pinned. ";
+      warning += why;
+      if (options.require_fifo && fatal_error.empty()) fatal_error = why;
+    }
+  }
+  if (!warning.empty()) {
+    warning.pop_back();  // the trailing space
+    placement.warning = "doorbell::SignalReceiver: " + warning;
+  }
+}
+
+void SignalReceiver::State::run_sigwaitinfo() {
+  while (!stopping.load(std::memory_order_acquire)) {
+    siginfo_t info;
+    const int signo = ::sigwaitinfo(&set, &info);
+    if (signo < 0) {
+      if (errno == EINTR) continue;  // a handled signal outside the set interrupted the wait
+      sys::fatal("sigwaitinfo", errno);
+    }
+    if (is_stop_marker(info)) continue;  // the loop condition sees stopping
+    dispatch(info);
+  }
+}
+
+void SignalReceiver::State::run_signalfd() {
+  pollfd fds[2] = {{signal_fd.get(), POLLIN, 0}, {stop_fd.get(), POLLIN, 0}};
+  for (;;) {
+    const int ready = ::poll(fds, 2, -1);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      sys::fatal("poll(signalfd)", errno);
+    }
+    if (stopping.load(std::memory_order_acquire)) return;
+    signalfd_siginfo batch[16];
+    for (;;) {
+      const ssize_t n = ::read(signal_fd.get(), batch, sizeof batch);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) break;  // drained
+        sys::fatal("read(signalfd)", errno);
+      }
+      const auto count = static_cast<std::size_t>(n) / sizeof(signalfd_siginfo);
+      for (std::size_t i = 0; i < count; ++i) dispatch(to_siginfo(batch[i]));
+      if (count < std::size(batch)) break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- SignalReceiver
+
+SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callback)
+    : SignalReceiver(signals, std::move(callback), Options{}) {}
+
+SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callback, Options options)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.set = make_set(signals);
+  s.first_signal = signals.front();
+  if (!callback) throw std::invalid_argument("SignalReceiver: null callback");
+  if (options.fifo_priority < 0 || options.fifo_priority > 99)
+    throw std::invalid_argument("SignalReceiver: fifo_priority must be 0..99, got " +
+                                std::to_string(options.fifo_priority));
+  if (options.cpu < -1)
+    throw std::invalid_argument("SignalReceiver: cpu must be -1 or a CPU number, got " +
+                                std::to_string(options.cpu));
+  s.callback = std::move(callback);
+  s.options = options;
+
+  if (options.method == Method::signalfd) {
+    const int sfd = ::signalfd(-1, &s.set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd < 0) sys::throw_errno("signalfd");
+    s.signal_fd.reset(sfd);
+    const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (efd < 0) sys::throw_errno("eventfd");
+    s.stop_fd.reset(efd);
+  }
+
+  // The new thread inherits the creating thread's mask: block the set around
+  // the creation so the receiver never runs a single instruction with it
+  // unblocked (sigwaitinfo and signalfd both want it blocked).
+  const sigset_t previous = block_signals_in_this_thread(signals);
+  std::promise<std::string> placed;
+  std::future<std::string> placed_result = placed.get_future();
+  try {
+    s.thread = std::thread([&s, &placed] {
+      std::string fatal_error;
+      s.place(fatal_error);
+      const bool go = fatal_error.empty();
+      placed.set_value(std::move(fatal_error));  // `placed` must not be touched after this
+      if (!go) return;
+      if (s.options.method == Method::signalfd)
+        s.run_signalfd();
+      else
+        s.run_sigwaitinfo();
+    });
+  } catch (...) {
+    restore_signal_mask(previous);
+    throw;
+  }
+  restore_signal_mask(previous);
+  const std::string fatal_error = placed_result.get();
+  if (!fatal_error.empty()) {
+    s.thread.join();
+    s.joined = true;
+    throw std::system_error(EPERM, std::generic_category(), fatal_error);
+  }
+  if (!s.placement.warning.empty() && options.warn_on_stderr) {
+    const std::string line = s.placement.warning + "\n";
+    sys::write_stderr(line.c_str());
+  }
+}
+
+SignalReceiver::~SignalReceiver() {
+  stop();
+}
+
+void SignalReceiver::stop() {
+  State& s = *state_;
+  if (s.joined) return;
+  s.stopping.store(true, std::memory_order_release);
+  if (s.options.method == Method::signalfd) {
+    const uint64_t one = 1;
+    while (::write(s.stop_fd.get(), &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  } else {
+    // Wake sigwaitinfo with a thread-directed instance of a signal of the set,
+    // marked with this State's address, which the loop recognises and drops.
+    // If a real signal wakes it first, the marker stays queued on the
+    // receiver thread and dies with it.
+    siginfo_t info;
+    std::memset(&info, 0, sizeof info);
+    info.si_signo = s.first_signal;
+    info.si_code = SI_QUEUE;
+    info.si_pid = ::getpid();
+    info.si_uid = ::getuid();
+    info.si_value.sival_ptr = static_cast<void*>(&s);
+    const int rc = sys::rt_tgsigqueueinfo(::getpid(), s.placement.tid, s.first_signal, &info);
+    // EAGAIN: the real-time queue is full (RLIMIT_SIGPENDING), so signals are
+    // pending and the thread wakes for them anyway.
+    if (rc != 0 && rc != -EAGAIN) sys::fatal("rt_tgsigqueueinfo(stop receiver)", -rc);
+  }
+  s.thread.join();
+  s.joined = true;
+}
+
+uint64_t SignalReceiver::received() const noexcept {
+  return state_->received.load(std::memory_order_relaxed);
+}
+
+const SignalReceiver::Placement& SignalReceiver::placement() const noexcept {
+  return state_->placement;
+}
+
+std::vector<pid_t> SignalReceiver::verify() const {
+  const State& s = *state_;
+  std::vector<pid_t> offenders;
+  const pid_t self = ::getpid();
+  for (const pid_t tid : sys::list_threads(self)) {
+    if (tid == s.placement.tid) continue;
+    const auto state = sys::read_thread_signal_state(self, tid);
+    if (!state) continue;  // exited since the listing
+    for (int signo = 1; signo < NSIG; ++signo) {
+      if (sigismember(&s.set, signo) == 1 && sigismember(&state->blocked, signo) != 1) {
+        offenders.push_back(tid);
+        break;
+      }
+    }
+  }
+  return offenders;
+}
+
+}  // namespace doorbell

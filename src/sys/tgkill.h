@@ -1,0 +1,22 @@
+// Thread-directed signals through syscall(2): tgkill(2) and
+// rt_tgsigqueueinfo(2). glibc has tgkill since 2.30 but no wrapper for
+// rt_tgsigqueueinfo, so both go through syscall(2) here for one calling
+// convention: 0 on success or -errno, never a thrown exception (these sit on
+// the sending hot path).
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+namespace doorbell::sys {
+
+// tgkill(tgid, tid, signo). -ESRCH when tid is not (or no longer) a thread of
+// tgid. Async-signal-safe.
+int tgkill(pid_t tgid, pid_t tid, int signo) noexcept;
+
+// rt_tgsigqueueinfo(tgid, tid, signo, info). The kernel refuses (-EPERM) a
+// non-negative si_code or SI_TKILL when the target is another process, so
+// callers sending to others use SI_QUEUE. Async-signal-safe.
+int rt_tgsigqueueinfo(pid_t tgid, pid_t tid, int signo, siginfo_t* info) noexcept;
+
+}  // namespace doorbell::sys

@@ -1,0 +1,196 @@
+#include "lab/harness/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "lab/harness/results.h"
+
+namespace doorbell::lab {
+namespace {
+
+int g_calls = 0;
+int g_warmup_calls = 0;
+
+// Records the repetition number + 1 as every sample, so each repetition's
+// p50 differs and the spread across repetitions is known.
+const Registrar kTestScenarios{std::vector<Scenario>{
+    {.name = "test/known_values",
+     .group = "test",
+     .title = "known values",
+     .description = "records rep+1 ns",
+     .params = {{"threads", "4"}},
+     .budget_s = 5.0,
+     .samples = 100,
+     .run =
+         [](Context& ctx) {
+           ++g_calls;
+           if (ctx.warmup()) {
+             ++g_warmup_calls;
+             ctx.metric().record(1e9);  // must be discarded
+             return;
+           }
+           std::size_t n = 0;
+           while (ctx.keep_going(n)) {
+             ctx.metric().record(ctx.repetition() + 1.0);
+             ctx.metric("other").record(7.0);
+             ++n;
+           }
+           ctx.counter("sent", 100);
+           ctx.add_counter("delivered", 60);
+           ctx.add_counter("delivered", 40);
+           ctx.raw_sample("latency", 1.0);
+           ctx.note("a note");
+         }},
+    {.name = "test/skips",
+     .group = "test",
+     .title = "skips",
+     .run = [](Context&) { throw SkipScenario("no such hardware"); }},
+    {.name = "test/fails",
+     .group = "test",
+     .title = "fails",
+     .run = [](Context&) { throw std::runtime_error("broken"); }},
+    {.name = "test/time_bound",
+     .group = "test",
+     .title = "time bound",
+     .budget_s = 0.05,
+     .samples = 1000000000,
+     .in_default_suite = false,
+     .run =
+         [](Context& ctx) {
+           std::size_t n = 0;
+           const uint64_t start = monotonic_ns();
+           while (ctx.keep_going(n)) ++n;
+           ctx.metric().record(static_cast<double>(monotonic_ns() - start));
+         }},
+}};
+
+const RatioRegistrar kRatios{{{.name = "known / other",
+                               .numerator = "test/known_values",
+                               .denominator = "test/time_bound",
+                               .reference = 2.0,
+                               .reference_source = "made up"}}};
+
+RunOptions options_for(std::vector<std::string> filters, int reps = 3) {
+  RunOptions o;
+  o.filters = std::move(filters);
+  o.repetitions = reps;
+  o.progress = false;
+  return o;
+}
+
+TEST(Runner, WarmUpIsDiscardedAndRepetitionsAreCounted) {
+  const auto options = options_for({"test/known_values"});
+  const auto results = run_scenarios(options, select_scenarios(options));
+  ASSERT_EQ(results.scenarios.size(), 1u);
+  const ScenarioResult& r = results.scenarios[0];
+  EXPECT_EQ(r.status, ScenarioResult::Status::ok);
+  EXPECT_EQ(g_warmup_calls, 1);
+  EXPECT_EQ(g_calls, 4);
+  EXPECT_EQ(r.repetitions, 3);
+  const MetricResult* m = r.primary();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->summary.count, 300u);
+  EXPECT_LT(m->summary.max, 10.0);  // the warm-up's 1 s sample is gone
+  EXPECT_NEAR(m->p50_across_reps.min, 1.0, 0.01);
+  EXPECT_NEAR(m->p50_across_reps.median, 2.0, 0.02);
+  EXPECT_NEAR(m->p50_across_reps.max, 3.0, 0.03);
+  ASSERT_NE(r.metric("other"), nullptr);
+  EXPECT_EQ(r.counter_spread.at("delivered").median, 100.0);
+  EXPECT_EQ(r.counters.at("sent").size(), 3u);
+  EXPECT_EQ(m->raw.size(), 3u);
+  EXPECT_EQ(r.notes, std::vector<std::string>{"a note"});
+}
+
+TEST(Runner, SkipAndFailureAreRecordedAndTheRunGoesOn) {
+  const auto options = options_for({"test/skips", "test/fails", "test/known_values"}, 1);
+  const auto results = run_scenarios(options, select_scenarios(options));
+  ASSERT_EQ(results.scenarios.size(), 3u);
+  EXPECT_EQ(results.find("test/skips")->status, ScenarioResult::Status::skipped);
+  EXPECT_EQ(results.find("test/skips")->reason, "no such hardware");
+  EXPECT_EQ(results.find("test/fails")->status, ScenarioResult::Status::failed);
+  EXPECT_EQ(results.find("test/fails")->reason, "broken");
+  EXPECT_EQ(results.find("test/known_values")->status, ScenarioResult::Status::ok);
+}
+
+TEST(Runner, FilterGlobsAndSuites) {
+  EXPECT_EQ(select_scenarios(options_for({"test/*"})).size(), 4u);
+  EXPECT_EQ(select_scenarios(options_for({"test/s*"})).size(), 1u);
+  EXPECT_TRUE(select_scenarios(options_for({"nothing/*"})).empty());
+  RunOptions suite = options_for({});
+  EXPECT_EQ(select_scenarios(suite).size(), 3u);  // time_bound is full-suite only
+  suite.suite = "full";
+  EXPECT_EQ(select_scenarios(suite).size(), 4u);
+}
+
+TEST(Runner, TimeBudgetEndsARepetitionNoEarlierThanItsBudget) {
+  const auto options = options_for({"test/time_bound"}, 1);
+  const auto results = run_scenarios(options, select_scenarios(options));
+  const MetricResult* m = results.scenarios.at(0).primary();
+  ASSERT_NE(m, nullptr);
+  EXPECT_GE(m->summary.max, 0.05e9 * 0.99);  // lower bound only
+}
+
+TEST(Runner, QuickModeShrinksSamples) {
+  auto options = options_for({"test/known_values"}, 1);
+  options.quick = true;
+  const auto results = run_scenarios(options, select_scenarios(options));
+  EXPECT_EQ(results.scenarios.at(0).primary()->summary.count, 10u);
+}
+
+TEST(Runner, RatiosUseTheNamedStatistic) {
+  const auto options = options_for({"test/known_values", "test/time_bound"}, 1);
+  const auto results = run_scenarios(options, select_scenarios(options));
+  ASSERT_EQ(results.ratios.size(), 1u);
+  const RatioResult& r = results.ratios[0];
+  ASSERT_TRUE(r.available);
+  const double expected = 1.0 / results.find("test/time_bound")->primary()->summary.p50;
+  EXPECT_NEAR(r.value, expected, expected * 0.01);
+  EXPECT_NEAR(r.versus_reference, r.value / 2.0, 1e-12);
+}
+
+TEST(Results, JsonCarriesSchemaEnvironmentAndEveryScenario) {
+  const auto options = options_for({"test/*"}, 2);
+  const auto results = run_scenarios(options, select_scenarios(options));
+  const nlohmann::json j = nlohmann::json::parse(to_json(results, "9.9").dump());
+  EXPECT_EQ(j["schema"], "doorbell-results");
+  EXPECT_EQ(j["schema_version"], 1);
+  for (const char* key : {"kernel", "cpu_model", "cpus_online", "virtualization", "clocksource",
+                          "signal_cost_features", "min_signal_stack_bytes", "mitigations"})
+    EXPECT_TRUE(j["environment"].contains(key)) << key;
+  ASSERT_EQ(j["scenarios"].size(), 4u);
+  const auto& known = j["scenarios"][0];
+  EXPECT_EQ(known["name"], "test/known_values");
+  EXPECT_EQ(known["params"]["threads"], "4");
+  EXPECT_EQ(known["status"], "ok");
+  EXPECT_EQ(known["metrics"]["latency"]["count"], 200);
+  EXPECT_EQ(known["metrics"]["latency"]["per_repetition"].size(), 2u);
+  EXPECT_FALSE(known["metrics"]["latency"]["histogram"].empty());
+  EXPECT_EQ(known["counters"]["sent"]["per_repetition"].size(), 2u);
+  EXPECT_EQ(j["scenarios"][1]["status"], "skipped");
+  EXPECT_EQ(j["scenarios"][2]["status"], "failed");
+  EXPECT_EQ(j["ratios"].size(), 1u);
+}
+
+TEST(Results, TableNamesSkipsFailuresAndRatios) {
+  const auto options = options_for({"test/*"}, 1);
+  const auto results = run_scenarios(options, select_scenarios(options));
+  std::ostringstream out;
+  print_table(results, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("skipped: no such hardware"), std::string::npos);
+  EXPECT_NE(text.find("FAILED: broken"), std::string::npos);
+  EXPECT_NE(text.find("known / other"), std::string::npos);
+  EXPECT_NE(text.find("made up"), std::string::npos);
+}
+
+TEST(Results, FormatDuration) {
+  EXPECT_EQ(format_duration(0.31), "0.31 ns");
+  EXPECT_EQ(format_duration(812), "812 ns");
+  EXPECT_EQ(format_duration(3100), "3.10 µs");
+  EXPECT_EQ(format_duration(15.2e6), "15.2 ms");
+}
+
+}  // namespace
+}  // namespace doorbell::lab

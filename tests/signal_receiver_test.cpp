@@ -1,0 +1,311 @@
+// SignalReceiver: real signals, real threads. Each TEST runs in its own
+// process (ctest), since masks and dispositions are process-wide.
+#include "doorbell/signal_receiver.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "sys/proc.h"
+
+namespace {
+
+using doorbell::SignalReceiver;
+using Method = SignalReceiver::Method;
+
+void spin(int iterations) {
+  for (int i = 0; i < iterations; ++i) asm volatile("" ::: "memory");
+}
+
+// Waits (bounded) until pred() holds.
+template <typename Pred>
+bool wait_until(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+struct Received {
+  std::mutex mutex;
+  std::vector<int> signals;
+  std::vector<intptr_t> values;
+  std::vector<pid_t> tids;
+  void add(const siginfo_t& info) {
+    std::lock_guard lock(mutex);
+    signals.push_back(info.si_signo);
+    values.push_back(reinterpret_cast<intptr_t>(info.si_value.sival_ptr));
+    tids.push_back(doorbell::sys::current_tid());
+  }
+  std::size_t size() {
+    std::lock_guard lock(mutex);
+    return signals.size();
+  }
+};
+
+std::atomic<int> g_handler_runs{0};
+void stray_handler(int) {
+  g_handler_runs.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The receiver gets every process-directed signal while busy and sleeping
+// threads block the set; no other thread ever runs a handler for it.
+void receives_every_signal(Method method) {
+  const int rt = SIGRTMIN + 1;
+  // A handler that must never run: it would mean a thread other than the
+  // receiver took the signal.
+  struct sigaction action {};
+  action.sa_handler = stray_handler;
+  sigemptyset(&action.sa_mask);
+  struct sigaction old_usr1 {
+  }, old_rt{};
+  ASSERT_EQ(::sigaction(SIGUSR1, &action, &old_usr1), 0);
+  ASSERT_EQ(::sigaction(rt, &action, &old_rt), 0);
+
+  const sigset_t previous = doorbell::block_signals_in_this_thread({SIGUSR1, rt});
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.emplace_back([&stop, i] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (i == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+        spin(50000);
+      }
+    });
+  }
+
+  Received received;
+  SignalReceiver::Options options;
+  options.method = method;
+  SignalReceiver receiver(
+      {SIGUSR1, rt}, [&](const siginfo_t& info) { received.add(info); }, options);
+  EXPECT_TRUE(receiver.verify().empty());
+
+  constexpr int kQueued = 300;
+  for (int i = 0; i < kQueued; ++i) {
+    sigval value{};
+    value.sival_ptr = reinterpret_cast<void*>(static_cast<intptr_t>(i));
+    ASSERT_EQ(::sigqueue(::getpid(), rt, value), 0);
+  }
+  ASSERT_TRUE(wait_until([&] { return received.size() == kQueued; }))
+      << "received " << received.size();
+  // Standard signals coalesce while pending: send the next only after the
+  // previous one arrived, so each must arrive.
+  constexpr int kPlain = 20;
+  for (int i = 0; i < kPlain; ++i) {
+    ASSERT_EQ(::kill(::getpid(), SIGUSR1), 0);
+    ASSERT_TRUE(wait_until([&] { return received.size() == kQueued + i + 1u; })) << i;
+  }
+  receiver.stop();
+  stop.store(true);
+  for (auto& w : workers) w.join();
+
+  EXPECT_EQ(receiver.received(), static_cast<uint64_t>(kQueued + kPlain));
+  EXPECT_EQ(g_handler_runs.load(), 0);
+  // Real-time signals queue in order, and one receiver dequeues them in order.
+  for (int i = 0; i < kQueued; ++i) {
+    EXPECT_EQ(received.signals[i], rt);
+    EXPECT_EQ(received.values[i], i);
+  }
+  for (int i = kQueued; i < kQueued + kPlain; ++i) EXPECT_EQ(received.signals[i], SIGUSR1);
+  for (const pid_t tid : received.tids) EXPECT_EQ(tid, receiver.placement().tid);
+
+  doorbell::restore_signal_mask(previous);
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
+  ::sigaction(rt, &old_rt, nullptr);
+}
+
+TEST(SignalReceiver, SigwaitinfoReceivesEverySignalWhileOtherThreadsBlock) {
+  receives_every_signal(Method::sigwaitinfo);
+}
+
+TEST(SignalReceiver, SignalfdReceivesEverySignalWhileOtherThreadsBlock) {
+  receives_every_signal(Method::signalfd);
+}
+
+TEST(SignalReceiver, ReportsThreadsThatDoNotBlockTheSet) {
+  const sigset_t previous = doorbell::block_signals_in_this_thread({SIGUSR2});
+  std::atomic<pid_t> rogue_tid{0};
+  std::atomic<bool> stop{false};
+  std::thread rogue([&] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    rogue_tid.store(doorbell::sys::current_tid());
+    while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  std::thread good([&] {
+    while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  ASSERT_TRUE(wait_until([&] { return rogue_tid.load() != 0; }));
+
+  SignalReceiver receiver({SIGUSR2}, [](const siginfo_t&) {});
+  const std::vector<pid_t> offenders = receiver.verify();
+  ASSERT_EQ(offenders.size(), 1u);
+  EXPECT_EQ(offenders[0], rogue_tid.load());
+  stop.store(true);
+  rogue.join();
+  good.join();
+  receiver.stop();
+  doorbell::restore_signal_mask(previous);
+}
+
+TEST(SignalReceiver, MainThreadThatForgotToBlockIsReportedAndMaskUntouched) {
+  sigset_t before;
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &before), 0);
+  {
+    SignalReceiver receiver({SIGUSR1}, [](const siginfo_t&) {});
+    const std::vector<pid_t> offenders = receiver.verify();
+    ASSERT_EQ(offenders.size(), 1u);
+    EXPECT_EQ(offenders[0], ::getpid());  // the main thread's TID is the PID
+  }
+  sigset_t after;
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &after), 0);
+  for (int signo = 1; signo < NSIG; ++signo)
+    EXPECT_EQ(sigismember(&before, signo), sigismember(&after, signo)) << signo;
+}
+
+TEST(SignalReceiver, SignalsAfterStopStayPendingForTheNextReceiver) {
+  const int rt = SIGRTMIN + 2;
+  const sigset_t previous = doorbell::block_signals_in_this_thread({rt});
+  std::atomic<int> first{0};
+  SignalReceiver receiver({rt}, [&](const siginfo_t&) { first.fetch_add(1); });
+  receiver.stop();
+  receiver.stop();  // idempotent
+  sigval value{};
+  value.sival_int = 7;
+  ASSERT_EQ(::sigqueue(::getpid(), rt, value), 0);
+  sigset_t pending;
+  ASSERT_EQ(::sigpending(&pending), 0);
+  EXPECT_EQ(sigismember(&pending, rt), 1);
+
+  std::atomic<int> second_value{-1};
+  SignalReceiver next({rt}, [&](const siginfo_t& info) { second_value = info.si_value.sival_int; });
+  ASSERT_TRUE(wait_until([&] { return second_value.load() == 7; }));
+  next.stop();
+  EXPECT_EQ(first.load(), 0);
+  doorbell::restore_signal_mask(previous);
+}
+
+TEST(SignalReceiver, RejectsBadArguments) {
+  const auto nothing = [](const siginfo_t&) {};
+  EXPECT_THROW(SignalReceiver({}, nothing), std::invalid_argument);
+  EXPECT_THROW(SignalReceiver({SIGKILL}, nothing), std::invalid_argument);
+  EXPECT_THROW(SignalReceiver({SIGSTOP}, nothing), std::invalid_argument);
+  EXPECT_THROW(SignalReceiver({SIGSEGV}, nothing), std::invalid_argument);
+  EXPECT_THROW(SignalReceiver({0}, nothing), std::invalid_argument);
+  EXPECT_THROW(SignalReceiver({NSIG}, nothing), std::invalid_argument);
+  EXPECT_THROW(SignalReceiver({32}, nothing), std::invalid_argument);  // glibc's own
+  EXPECT_THROW(SignalReceiver({SIGUSR1}, nullptr), std::invalid_argument);
+  SignalReceiver::Options options;
+  options.fifo_priority = 100;
+  EXPECT_THROW(SignalReceiver({SIGUSR1}, nothing, options), std::invalid_argument);
+  options.fifo_priority = 0;
+  options.cpu = -2;
+  EXPECT_THROW(SignalReceiver({SIGUSR1}, nothing, options), std::invalid_argument);
+  EXPECT_THROW(doorbell::block_signals_in_this_thread({SIGKILL}), std::invalid_argument);
+}
+
+TEST(SignalReceiver, FifoAndPinningWhenPermitted) {
+  const sigset_t previous = doorbell::block_signals_in_this_thread({SIGUSR1});
+  SignalReceiver::Options options;
+  options.fifo_priority = 10;
+  options.cpu = 0;
+  options.warn_on_stderr = false;
+  std::atomic<int> count{0};
+  SignalReceiver receiver(
+      {SIGUSR1}, [&](const siginfo_t&) { count.fetch_add(1); }, options);
+  const auto& placement = receiver.placement();
+  if (!placement.fifo) GTEST_SKIP() << "SCHED_FIFO not permitted here: " << placement.warning;
+  EXPECT_TRUE(placement.warning.empty()) << placement.warning;
+  EXPECT_EQ(placement.priority, 10);
+  EXPECT_EQ(placement.cpu, 0);
+  EXPECT_EQ(::sched_getscheduler(placement.tid), SCHED_FIFO);
+  cpu_set_t cpus;
+  ASSERT_EQ(::sched_getaffinity(placement.tid, sizeof cpus, &cpus), 0);
+  EXPECT_EQ(CPU_COUNT(&cpus), 1);
+  EXPECT_TRUE(CPU_ISSET(0, &cpus));
+  ASSERT_EQ(::kill(::getpid(), SIGUSR1), 0);
+  EXPECT_TRUE(wait_until([&] { return count.load() == 1; }));
+  receiver.stop();
+  doorbell::restore_signal_mask(previous);
+}
+
+TEST(SignalReceiver, AbsentCpuIsAWarningNotAFailure) {
+  SignalReceiver::Options options;
+  options.cpu = CPU_SETSIZE + 5;  // never in the allowed set
+  options.warn_on_stderr = false;
+  SignalReceiver receiver(
+      {SIGUSR1}, [](const siginfo_t&) {}, options);
+  EXPECT_EQ(receiver.placement().cpu, -1);
+  EXPECT_NE(receiver.placement().warning.find("pinning"), std::string::npos);
+}
+
+// Without permission for SCHED_FIFO (RLIMIT_RTPRIO 0 and, when root, the
+// uid of nobody, which drops CAP_SYS_NICE), the receiver falls back to
+// SCHED_OTHER with a warning and still receives; require_fifo throws.
+TEST(SignalReceiver, FallsBackWithoutRealtimePermission) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int failures = 0;
+    const rlimit zero{0, 0};
+    if (::setrlimit(RLIMIT_RTPRIO, &zero) != 0) ::_exit(100);
+    if (::geteuid() == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(101);
+    }
+    sched_param probe{};
+    probe.sched_priority = 1;
+    if (::sched_setscheduler(0, SCHED_FIFO, &probe) == 0) ::_exit(102);  // still permitted
+    const sigset_t previous = doorbell::block_signals_in_this_thread({SIGUSR1});
+    (void)previous;
+    SignalReceiver::Options options;
+    options.fifo_priority = 50;
+    options.warn_on_stderr = false;
+    std::atomic<int> count{0};
+    {
+      SignalReceiver receiver(
+          {SIGUSR1}, [&](const siginfo_t&) { count.fetch_add(1); }, options);
+      if (receiver.placement().fifo) failures |= 1;
+      if (receiver.placement().warning.find("SCHED_FIFO") == std::string::npos) failures |= 2;
+      if (::sched_getscheduler(receiver.placement().tid) != SCHED_OTHER) failures |= 4;
+      for (int i = 0; i < 5; ++i) {
+        ::kill(::getpid(), SIGUSR1);
+        if (!wait_until([&] { return count.load() == i + 1; })) failures |= 8;
+      }
+    }
+    options.require_fifo = true;
+    try {
+      SignalReceiver strict(
+          {SIGUSR1}, [](const siginfo_t&) {}, options);
+      failures |= 16;
+    } catch (const std::system_error&) {
+    }
+    ::_exit(failures);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: fifo granted, 2: no warning, 4: policy not OTHER, "
+         "8: signal not received, 16: require_fifo did not throw, "
+         "100/101: could not drop permission, 102: FIFO still allowed";
+}
+
+}  // namespace
