@@ -167,6 +167,40 @@ TEST(Report, RejectsWhatIsNotAResultsFile) {
   EXPECT_THROW(doorbell::report::write_html_report({}, "/dev/null"), std::invalid_argument);
 }
 
+// The guide's figures equal the committed results file (docs/results/).
+TEST(Guide, FiguresMatchTheCommittedResults) {
+  fs::path dir = work_dir("guide");
+  const std::string results =
+      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/firecracker-2vcpu.json";
+  const std::string guide = std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md";
+  EXPECT_EQ(
+      run(kCli + " guide " + results + " " + guide + " > " + (dir / "out.txt").string() + " 2>&1"),
+      0)
+      << read(dir / "out.txt");
+  EXPECT_NE(read(dir / "out.txt").find(" 0 differ"), std::string::npos) << read(dir / "out.txt");
+}
+
+TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
+  fs::path dir = work_dir("guide_drift");
+  const std::string results =
+      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/firecracker-2vcpu.json";
+  std::string guide = read(std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md");
+  std::regex first_figure("(<!--m:p50 ladder/signal_kill_handler-->)[^<]*(<!--/m-->)");
+  ASSERT_TRUE(std::regex_search(guide, first_figure));
+  std::string drifted = std::regex_replace(guide, first_figure, "$011.00 ns$02",
+                                           std::regex_constants::format_first_only);
+  std::ofstream(dir / "guide.md") << drifted;
+  const std::string cmd = kCli + " guide " + results + " " + (dir / "guide.md").string();
+  EXPECT_EQ(run(cmd + " > " + (dir / "check.txt").string() + " 2>&1"), 1);
+  EXPECT_NE(read(dir / "check.txt").find("ladder/signal_kill_handler"), std::string::npos);
+  EXPECT_EQ(run(cmd + " --update > /dev/null 2>&1"), 0);
+  EXPECT_EQ(read(dir / "guide.md"), guide);
+  EXPECT_EQ(run(cmd + " > /dev/null 2>&1"), 0);
+  EXPECT_EQ(run(kCli + " guide " + (dir / "missing.json").string() + " " +
+                (dir / "guide.md").string() + " 2>/dev/null"),
+            2);
+}
+
 }  // namespace
 #else
 TEST(Report, NeedsTheLab) {
