@@ -17,6 +17,7 @@
 #include <system_error>
 #include <thread>
 
+#include "doorbell/bell.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/proc.h"
@@ -125,7 +126,8 @@ struct SignalReceiver::State {
   }
   void dispatch(const siginfo_t& info) {
     received.fetch_add(1, std::memory_order_relaxed);
-    callback(info);
+    if (callback) callback(info);
+    if (options.bell != nullptr) options.bell->ring();
   }
 };
 
@@ -219,7 +221,8 @@ SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callbac
   State& s = *state_;
   s.set = make_set(signals);
   s.first_signal = signals.front();
-  if (!callback) throw std::invalid_argument("SignalReceiver: null callback");
+  if (!callback && options.bell == nullptr)
+    throw std::invalid_argument("SignalReceiver: no callback and no bell");
   if (options.fifo_priority < 0 || options.fifo_priority > 99)
     throw std::invalid_argument("SignalReceiver: fifo_priority must be 0..99, got " +
                                 std::to_string(options.fifo_priority));

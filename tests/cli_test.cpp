@@ -140,9 +140,11 @@ TEST(Cli, QuickLadderWritesParsableJsonAndCsv) {
         "ladder/signal_sigqueue_rt_handler"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   // Every handled self-signal was counted as handled.
-  for (const auto& s : j["scenarios"])
-    if (s["counters"].contains("sent"))
+  for (const auto& s : j["scenarios"]) {
+    if (s["counters"].contains("sent")) {
       EXPECT_EQ(s["counters"]["sent"]["median"], s["counters"]["handled"]["median"]);
+    }
+  }
   const std::string csv = slurp(csv_path);
   EXPECT_EQ(csv.rfind("scenario,group,params,clock,status,metric", 0), 0u);
   EXPECT_NE(csv.find("ladder/syscall_getpid"), std::string::npos);

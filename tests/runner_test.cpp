@@ -115,7 +115,11 @@ TEST(Runner, SkipAndFailureAreRecordedAndTheRunGoesOn) {
 }
 
 TEST(Runner, FilterGlobsAndSuites) {
-  EXPECT_EQ(select_scenarios(options_for({"test/*"})).size(), 4u);
+  EXPECT_EQ(select_scenarios(options_for({"test/*"})).size(), 3u);           // the default suite's
+  EXPECT_EQ(select_scenarios(options_for({"test/time_bound"})).size(), 1u);  // named exactly
+  RunOptions full_glob = options_for({"test/*"});
+  full_glob.suite = "full";
+  EXPECT_EQ(select_scenarios(full_glob).size(), 4u);
   EXPECT_EQ(select_scenarios(options_for({"test/s*"})).size(), 1u);
   EXPECT_TRUE(select_scenarios(options_for({"nothing/*"})).empty());
   RunOptions suite = options_for({});
@@ -151,7 +155,8 @@ TEST(Runner, RatiosUseTheNamedStatistic) {
 }
 
 TEST(Results, JsonCarriesSchemaEnvironmentAndEveryScenario) {
-  const auto options = options_for({"test/*"}, 2);
+  auto options = options_for({"test/*"}, 2);
+  options.suite = "full";
   const auto results = run_scenarios(options, select_scenarios(options));
   const nlohmann::json j = nlohmann::json::parse(to_json(results, "9.9").dump());
   EXPECT_EQ(j["schema"], "doorbell-results");
@@ -174,7 +179,8 @@ TEST(Results, JsonCarriesSchemaEnvironmentAndEveryScenario) {
 }
 
 TEST(Results, TableNamesSkipsFailuresAndRatios) {
-  const auto options = options_for({"test/*"}, 1);
+  auto options = options_for({"test/*"}, 1);
+  options.suite = "full";
   const auto results = run_scenarios(options, select_scenarios(options));
   std::ostringstream out;
   print_table(results, out);

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "doorbell/bell.h"
 #include "sys/proc.h"
 
 namespace {
@@ -200,6 +201,21 @@ TEST(SignalReceiver, SignalsAfterStopStayPendingForTheNextReceiver) {
   ASSERT_TRUE(wait_until([&] { return second_value.load() == 7; }));
   next.stop();
   EXPECT_EQ(first.load(), 0);
+  doorbell::restore_signal_mask(previous);
+}
+
+TEST(SignalReceiver, RingsABellForEachSignal) {
+  const sigset_t previous = doorbell::block_signals_in_this_thread({SIGUSR2});
+  doorbell::Bell bell(doorbell::Bell::Scope::process_private);
+  SignalReceiver::Options options;
+  options.bell = &bell;
+  SignalReceiver receiver({SIGUSR2}, nullptr, options);  // no callback: the bell alone
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(::kill(::getpid(), SIGUSR2), 0);
+    ASSERT_TRUE(bell.wait_for(std::chrono::seconds(10))) << i;
+    EXPECT_EQ(receiver.received(), static_cast<uint64_t>(i + 1));
+  }
+  receiver.stop();
   doorbell::restore_signal_mask(previous);
 }
 

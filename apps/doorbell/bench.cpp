@@ -117,7 +117,8 @@ const CommandRegistrar kBench{
       cmd->add_flag("--list", options->list, "List the selected scenarios and exit");
       cmd->add_option(
           "--filter", options->filters,
-          "Run the scenarios whose name matches this glob (repeatable), e.g. 'ladder/*'");
+          "Run the scenarios whose name matches this glob (repeatable), e.g. 'ladder/*'; "
+          "full-suite rows need --suite full or their exact name");
       cmd->add_flag("--quick", options->quick,
                     "Short run: 1/5 of the time budget, 1/10 of the samples, 3 repetitions");
       cmd->add_option("--repeat", options->repeat,

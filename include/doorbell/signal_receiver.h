@@ -37,7 +37,8 @@
 // dequeue order, NOT in a signal handler: any code may run there. While it
 // runs, further signals wait (queued or coalesced): keep it short, or hand
 // the work to another thread. It must not throw (the thread would call
-// std::terminate).
+// std::terminate). Instead of (or after) the callback, the receiver can ring
+// a doorbell::Bell (Options::bell) so that a waiting thread wakes.
 //
 // Real-time priority and affinity. Options::fifo_priority (1..99) asks for
 // SCHED_FIFO, Options::cpu pins the thread. Where the process may not use
@@ -78,6 +79,8 @@
 
 namespace doorbell {
 
+class Bell;
+
 // Blocks the signals in the calling thread (pthread_sigmask SIG_BLOCK) and
 // returns the previous mask. Call it in main() before creating threads.
 // Throws std::invalid_argument for signals the receiver refuses (see
@@ -99,6 +102,11 @@ class SignalReceiver {
     int cpu = -1;                // -1: no pinning; else the CPU to pin the receiver to
     bool require_fifo = false;   // throw instead of falling back to SCHED_OTHER
     bool warn_on_stderr = true;  // write placement().warning to stderr
+    // Rung after each signal, after the callback (if any) returned: another
+    // thread (or process, for a Bell in shared memory) that waits on it
+    // learns that signals arrived. Rings merge like the Bell says; count
+    // with received(). Must outlive the receiver. May be null.
+    Bell* bell = nullptr;
   };
 
   // Where the receiver thread ended up.
@@ -112,8 +120,9 @@ class SignalReceiver {
 
   using Callback = std::function<void(const siginfo_t&)>;
 
-  // Starts the receiver for `signals`. Throws std::invalid_argument for an
-  // empty set, a null callback, SIGKILL, SIGSTOP, the synchronous fault
+  // Starts the receiver for `signals`. The callback may be empty when
+  // Options::bell is set. Throws std::invalid_argument for an empty set, no
+  // callback and no bell, SIGKILL, SIGSTOP, the synchronous fault
   // signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS: they go to the
   // faulting thread and cannot be waited for), the C library's reserved
   // real-time signals (below SIGRTMIN), a priority outside 0..99 or a

@@ -17,7 +17,13 @@ std::vector<const Scenario*> select_scenarios(const RunOptions& options) {
     if (options.filters.empty()) {
       take = options.suite == "full" || s.in_default_suite;
     } else {
-      for (const auto& pattern : options.filters) take = take || glob_match(pattern, s.name);
+      // A glob takes the suite's scenarios only; a full-suite-only scenario
+      // also needs --suite full, or a filter that names it exactly.
+      for (const auto& pattern : options.filters) {
+        const bool exact = pattern.find_first_of("*?[") == std::string::npos;
+        if (!glob_match(pattern, s.name)) continue;
+        take = take || exact || options.suite == "full" || s.in_default_suite;
+      }
     }
     if (take) selected.push_back(&s);
   }
@@ -181,8 +187,8 @@ std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scena
     const ScenarioResult* num = find(ratio.numerator);
     const ScenarioResult* den = find(ratio.denominator);
     if (num == nullptr || den == nullptr) continue;  // not selected in this run
-    const MetricResult* a = num->primary();
-    const MetricResult* b = den->primary();
+    const MetricResult* a = ratio.metric.empty() ? num->primary() : num->metric(ratio.metric);
+    const MetricResult* b = ratio.metric.empty() ? den->primary() : den->metric(ratio.metric);
     if (a != nullptr && b != nullptr) {
       const double x = statistic(a->summary, ratio.statistic);
       const double y = statistic(b->summary, ratio.statistic);

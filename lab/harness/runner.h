@@ -18,8 +18,9 @@ struct RunOptions {
   bool progress = true;              // a progress line on a terminal
 };
 
-// Scenarios selected by the options: every scenario matching a filter, or
-// the suite's scenarios when there is no filter. Order of registration.
+// Scenarios selected by the options, in order of registration: without a
+// filter, the suite's scenarios; with filters (globs), the suite's scenarios
+// that match one, plus full-suite-only scenarios named exactly by a filter.
 std::vector<const Scenario*> select_scenarios(const RunOptions& options);
 
 // min / median / max of one statistic across repetitions.

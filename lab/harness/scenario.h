@@ -148,6 +148,7 @@ struct Ratio {
   std::string numerator;    // scenario name
   std::string denominator;  // scenario name
   std::string statistic = "p50";
+  std::string metric;            // the metric of both scenarios; empty: each one's primary
   double reference = 0.0;        // the published ratio; 0 when none
   std::string reference_source;  // where the published figure comes from, and its machine
   std::string meaning;           // one line: what the ratio tells

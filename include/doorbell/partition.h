@@ -1,0 +1,254 @@
+// The partition scheduler: ARINC-653-style time windows for processes, with
+// every window measured.
+//
+// What it is
+//   A major frame of fixed windows repeats forever (or for N frames). Each
+//   window belongs to one partition, a process (a command line, or in the lab
+//   a function run in a forked child). Only the owner of the current window
+//   may run; every other partition is suspended. The scheduler runs at
+//   SCHED_FIFO where permitted and sleeps on absolute CLOCK_MONOTONIC
+//   deadlines. Partitions start suspended.
+//
+// Suspension methods
+//   sigstop             kill(pid, SIGSTOP) through a pidfd: the classic user
+//                       design. The kernel hands the stop to ONE thread (the
+//                       main thread when it does not block it) and the group
+//                       stop begins only when that thread runs: with busy
+//                       threads that is milliseconds late.
+//   sigstop_all_threads SIGSTOP to every thread (tgkill each): the first
+//                       thread to run starts the group stop.
+//   freezer             a cgroup per partition, frozen and thawed (cgroup v2
+//                       cgroup.freeze, else the v1 freezer with a keeper
+//                       cgroup, cgroup_freezer.h). Where no freezer can be
+//                       used the scheduler falls back to sigstop_all_threads
+//                       and says so in RunReport::warnings.
+//   Resume is SIGCONT (both sigstop methods) or thaw.
+//
+// What is measured, per window (all CLOCK_MONOTONIC, absolute ns)
+//   nominal start/end; resume_requested (when SIGCONT/thaw was issued);
+//   first_run (when the partition's CPU clock first advanced after resume,
+//   polled every ~20 us: an upper bound with that resolution);
+//   suspend_requested; stopped (when EVERY thread was stopped: the kernel's
+//   CLD_STOPPED report, which the last thread to join a group stop sends,
+//   checked against each thread's /proc state 'T' when verify_stopped is set;
+//   for freezers cgroup.events "frozen 1" / freezer.state FROZEN).
+//   overrun = stopped - nominal end: how far the partition ran into the next
+//   window (it includes the scheduler's own wake-up lateness, reported apart
+//   as wake_late). Stop notifications (SIGCHLD, cgroup.events POLLPRI) are
+//   backed by polling every 20 us while a stop is pending, so "stopped" is
+//   late by at most that plus the scheduler's wake-up. A suspension that
+//   never completed before the partition's next window is marked
+//   never_stopped and counts with the overrun up to that window.
+//
+// Safety
+//   Before any partition exists a guardian process is forked. Every
+//   partition's pidfd (SCM_RIGHTS) and every cgroup is handed to it. When the
+//   scheduler's end of the socket closes -- normal return, exception, crash,
+//   SIGKILL -- the guardian thaws every cgroup, SIGCONTs every partition,
+//   kills them (OnSchedulerExit::kill) or leaves them running, and removes
+//   the cgroups. The scheduler does the same itself on a normal return.
+//   Signals go through pidfds (and tgkill with the partition's tgid, which
+//   cannot be recycled while it is our unreaped child), never to a recycled
+//   PID. Partitions run in their own process group, so a terminal's Ctrl-C
+//   reaches only the scheduler, which stops cleanly (request_stop()).
+//
+// Process-wide state
+//   run() blocks SIGCHLD in the calling thread (a signalfd watches it) and
+//   sets the calling thread to SCHED_FIFO with SCHED_RESET_ON_FORK; both are
+//   restored before run() returns. run() reaps only its own partitions (and
+//   its guardian), by pidfd. Do not call run() from two threads at once.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "doorbell/cgroup_freezer.h"
+
+namespace doorbell::partition {
+
+enum class SuspendMethod { sigstop, sigstop_all_threads, freezer };
+const char* method_name(SuspendMethod method) noexcept;  // "sigstop", "sigstop-all-threads", ...
+std::optional<SuspendMethod> parse_method(const std::string& name);
+
+// What happens to the schedule when a partition exits or crashes.
+enum class OnPartitionExit { continue_schedule, stop_schedule };
+// What happens to the partitions when the scheduler ends (any way).
+enum class OnSchedulerExit { kill, resume };
+
+struct PartitionSpec {
+  std::string name;                  // [A-Za-z0-9_-]{1,64}
+  std::vector<std::string> command;  // argv; command[0] searched in PATH
+  std::vector<std::pair<std::string, std::string>> environment;  // added to ours
+  std::vector<int> cpus;                                         // empty: any
+  // Instead of a command: a function run in the forked child (lab, tests).
+  // Its return value is the exit status. Runs after fork in a child of a
+  // possibly multi-threaded process; it may start threads.
+  std::function<int()> entry;
+  int line = 0;  // source line in the schedule file, 0 when built in code
+  // setpriority() in the child before its first run; -20..19 (below 0 needs
+  // CAP_SYS_NICE: the partition then fails to start, reported by run()).
+  std::optional<int> nice;
+};
+
+struct WindowSpec {
+  std::string partition;
+  int64_t offset_ns = 0;
+  int64_t duration_ns = 0;
+  int line = 0;
+  std::size_t partition_index = 0;  // filled by validate()
+};
+
+struct Schedule {
+  int64_t major_frame_ns = 0;
+  int major_frame_line = 0;
+  SuspendMethod method = SuspendMethod::sigstop_all_threads;
+  FreezerOptions freezer;
+  OnPartitionExit on_partition_exit = OnPartitionExit::continue_schedule;
+  OnSchedulerExit on_scheduler_exit = OnSchedulerExit::kill;
+  int64_t overrun_threshold_ns = 1'000'000;  // windows overrun by more count as errors
+  std::vector<PartitionSpec> partitions;
+  std::vector<WindowSpec> windows;
+};
+
+// A schedule that cannot run. line is the schedule file's line (0 when the
+// problem has no single line); what() is "line N: message" when line > 0.
+class ScheduleError : public std::invalid_argument {
+ public:
+  ScheduleError(int line, const std::string& message);
+  int line() const noexcept { return line_; }
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  int line_;
+  std::string message_;
+};
+
+// Checks and completes a schedule: partition names (valid, unique), each has
+// a command or an entry, windows name known partitions, durations > 0,
+// offsets >= 0, no window past the end of the frame, no two windows overlap,
+// no two windows of one partition touch (merge them), every partition has a
+// window. Sorts windows by offset and fills partition_index. Throws
+// ScheduleError naming the offending line.
+void validate(Schedule& schedule);
+
+struct RunOptions {
+  std::optional<int64_t> frames;       // stop after this many major frames
+  std::optional<int64_t> duration_ns;  // or after this long (whole frames)
+  int fifo_priority = 80;              // 0: do not ask for SCHED_FIFO
+  bool verify_stopped = true;          // sigstop methods: check /proc 'T' states
+  int64_t start_delay_ns = 2'000'000;  // from set-up done to the first frame
+};
+
+struct WindowRecord {
+  int64_t frame = 0;
+  std::size_t window = 0;     // index into Schedule::windows (sorted)
+  std::size_t partition = 0;  // index into Schedule::partitions
+  int64_t nominal_start_ns = 0, nominal_end_ns = 0;
+  int64_t resume_requested_ns = 0;
+  int64_t first_run_ns = 0;  // 0: not seen
+  int64_t suspend_requested_ns = 0;
+  int64_t stopped_ns = 0;  // 0: never (the partition exited, or the run ended)
+  bool partition_gone = false;
+  bool verified = false;  // per-thread states checked and all stopped
+  // The suspension had not completed when the partition's next window began
+  // (the resume cancelled it): stopped_ns is then that resume, a lower bound.
+  bool never_stopped = false;
+  // CPU time the partition (all threads) consumed between suspend_requested
+  // and stopped: how much of the next window it really took. A runnable
+  // thread waiting for a CPU delays "stopped" but takes nothing; -1 unknown.
+  int64_t cpu_after_end_ns = -1;
+  int64_t cpu_at_suspend_ns = 0;  // internal: the partition's CPU clock then
+
+  int64_t overrun_ns() const noexcept { return stopped_ns ? stopped_ns - nominal_end_ns : -1; }
+  int64_t stop_latency_ns() const noexcept {
+    return stopped_ns ? stopped_ns - suspend_requested_ns : -1;
+  }
+  int64_t resume_latency_ns() const noexcept {
+    return first_run_ns ? first_run_ns - resume_requested_ns : -1;
+  }
+  int64_t wake_late_ns() const noexcept {
+    return suspend_requested_ns ? suspend_requested_ns - nominal_end_ns : -1;
+  }
+};
+
+struct PartitionExit {
+  std::size_t partition = 0;
+  int64_t time_ns = 0;
+  int code = 0;        // si_code: CLD_EXITED, CLD_KILLED, CLD_DUMPED
+  int status = 0;      // exit status or signal number
+  std::string reason;  // "exited 3", "killed by SIGSEGV", "exec failed: ..."
+};
+
+// Statistics of one partition's windows.
+struct PartitionSummary {
+  std::string partition;
+  std::string method;
+  std::size_t windows = 0;     // windows whose stop was measured
+  std::size_t unmeasured = 0;  // windows without a stop time
+  double overrun_p50_ns = 0, overrun_p99_ns = 0, overrun_max_ns = 0;
+  double stop_latency_p50_ns = 0, stop_latency_p99_ns = 0, stop_latency_max_ns = 0;
+  double resume_latency_p50_ns = 0, resume_latency_p99_ns = 0;
+  double wake_late_p99_ns = 0;
+  double cpu_after_end_p99_ns = 0, cpu_after_end_max_ns = 0;
+  std::size_t over_threshold = 0;   // windows overrun by more than the threshold
+  double error_percent = 0;         // 100 * over_threshold / windows
+  double stolen_percent = 0;        // overrun time / scheduled window time, in %
+  std::size_t never_stopped = 0;    // suspensions the next resume overtook
+  std::size_t verify_failures = 0;  // CLD_STOPPED, yet a thread not in state T
+};
+
+struct RunReport {
+  std::string method;           // as used, after any fall-back
+  std::string freezer_version;  // "cgroup-v2", "cgroup-v1", or empty
+  bool fifo = false;            // the scheduler ran at SCHED_FIFO
+  int64_t start_ns = 0;         // nominal start of frame 0
+  int64_t frames = 0;           // frames completed
+  int64_t overrun_threshold_ns = 0;
+  bool stopped_early = false;   // request_stop() or a partition exit with stop_schedule
+  bool verify_stopped = false;  // RunOptions::verify_stopped was in effect
+  std::vector<std::string> warnings;
+  std::vector<pid_t> pids;  // per partition
+  std::vector<WindowRecord> windows;
+  std::vector<PartitionExit> exits;
+  std::vector<PartitionSummary> summaries;
+};
+
+// Summaries from window records (also used by the lab).
+std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunReport& report);
+
+class Scheduler {
+ public:
+  // validate()s the schedule (throws ScheduleError).
+  explicit Scheduler(Schedule schedule);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  const Schedule& schedule() const noexcept { return schedule_; }
+
+  // Starts the guardian and the partitions (suspended) and runs the frames.
+  // On return every partition was handled as on_scheduler_exit says (killed
+  // and reaped, or resumed and released), every cgroup removed, and the
+  // calling thread's mask and policy restored. Throws
+  // std::system_error on set-up failure (after cleaning up), ScheduleError
+  // for a command that cannot be found. Call once.
+  RunReport run(const RunOptions& options);
+
+  // Asks run() to stop at the next boundary. Async-signal-safe; may be
+  // called from any thread or a signal handler, before or during run().
+  void request_stop() noexcept;
+
+ private:
+  Schedule schedule_;
+  int stop_fd_ = -1;  // eventfd
+};
+
+}  // namespace doorbell::partition

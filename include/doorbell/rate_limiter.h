@@ -1,0 +1,532 @@
+// RateLimiter: "at most `burst` events per `interval`", exact, lock-free,
+// and never waiting.
+//
+// A RateLimiter answers one question per call: may this event go ahead now?
+// It is the user-space counterpart of Linux's `struct ratelimit_state`
+// (kernel `printk_ratelimited()` style: allowed events per window, and a
+// "N callbacks suppressed" report when a new window begins), built for hot
+// paths: a packet path, a log call in a tight loop, a signal handler.
+//
+//   doorbell::RateLimiter limiter{std::chrono::seconds(1), 10};
+//   ...
+//   if (auto v = limiter.check()) {
+//     if (v.suppressed) log("%llu callbacks suppressed", v.suppressed);
+//     log("the event");
+//   }
+//
+// Windows
+//   Time is cut into fixed windows of `interval` aligned to the clock's zero
+//   (window number = now / interval, computed with one multiply). Every call
+//   is charged to one window, and at most `burst` events are admitted per
+//   window. Like every fixed-window limiter, up to 2 * burst can pass in an
+//   `interval`-long span that straddles a window boundary. A window is never
+//   shorter than `interval` (the multiply rounds the window length up by at
+//   most a fraction of a nanosecond).
+//
+// Guarantees (under any interleaving of any number of threads and signal
+// handlers, with any timestamps):
+//  - Exact: never more than `burst` events admitted in one window.
+//  - No false suppression: a call is denied only when the window it is
+//    charged to has already admitted `burst` events (or, for allow(n), when
+//    fewer than n are left). Contention never denies a call. A caller whose
+//    timestamp is older than the newest window opened by another caller is
+//    charged to that newest window (its own window is over).
+//    Sharded mode (below) relaxes this by a documented, bounded amount.
+//  - Never waits: no lock, no spin-wait, no syscall (except the clock read
+//    of allow()/check(), a vDSO call). allow()/allow_at() for one event and
+//    every denial are wait-free in practice: they retry a compare-and-swap
+//    only when another caller opened a newer window in between. allow(n)
+//    with n > 1 is lock-free (it retries a CAS when another caller changed
+//    the count in between, i.e. when someone else made progress).
+//  - Denials do no write to the shared word: a denied call loads the shared
+//    word and adds one to this thread's own miss counter (a per-thread slot
+//    on its own cache line; see "Slots").
+//  - Exact suppression accounting: every denied event is counted once. The
+//    count of events denied since the last report is handed, once, to the
+//    check()/check_at() caller that opens a new window (Verdict::suppressed,
+//    kernel style); flush() returns what was not yet reported. At
+//    quiescence: sum of reported + flush() == events denied, exactly.
+//    allow() never reports; its denials are reported by the next check() or
+//    flush(). Denials that race with a window opening are reported at the
+//    next one.
+//
+// States
+//  - Disabled: interval == 0. This is the zero-initialised state: a
+//    default-constructed RateLimiter, or one in zero-filled static storage,
+//    is valid and never limits. allow() then costs one load and one branch
+//    and touches no shared memory (the lesson of the 2025 kernel regression
+//    where zero-filled `ratelimit_state`s suppressed everything, and of seed
+//    004, where an unconfigured limiter still took two locks per packet).
+//  - Limiting: interval > 0, burst > 0.
+//  - Always limiting: interval > 0, burst == 0 (every event is denied and
+//    counted; windows still roll over so the suppressed count is reported).
+//
+// Slots
+//  Each limiter has kSlots (16) per-thread slots, each on its own cache line.
+//  A thread uses slot (thread number % kSlots); thread numbers are handed out
+//  in order of each thread's first call to any RateLimiter. Up to 16 threads
+//  therefore never share a slot; beyond that, slots are shared (still exact:
+//  slot updates are atomic read-modify-writes on a line that is not the
+//  shared word's). A limiter occupies 1088 bytes. For very many limiters
+//  (one per flow), prefer a few limiters keyed by class.
+//
+// ShardedRateLimiter (same interface; RateLimitOptions::lease)
+//  For limiters that are hot and rarely limiting. A thread's slot leases
+//  `lease` tokens at a time from the shared word and then admits from its
+//  slot without touching the shared word. Exactness is kept (tokens are
+//  handed out from the shared word at most `burst` per window). The price is
+//  bounded under-admission: tokens leased to a slot whose threads stop
+//  calling are stranded until the window ends, so a window may deny calls
+//  while up to kSlots * (lease - 1) of its `burst` tokens sit unused in other
+//  slots. allow(n) with n > 1 always goes to the shared word.
+//
+// Timestamps and the default clock
+//  allow()/check() read detail::coarse_now_ns(): CLOCK_MONOTONIC_COARSE
+//  through the vDSO, about 3 ns here, versus about 26 ns for
+//  CLOCK_MONOTONIC / std::chrono::steady_clock on the same VM (a precise
+//  clock would cost several times the limiter itself). Its resolution is
+//  the kernel tick (1-4 ms; see coarse_clock_resolution_ns()): windows
+//  roll over on tick boundaries, so an interval shorter than about ten
+//  ticks is not honoured precisely (still never more than `burst` per
+//  window, but windows then last a whole number of ticks). For short
+//  intervals, or when the caller already has a timestamp, use allow_at() /
+//  check_at() with any monotonic nanosecond clock; all callers of one
+//  limiter must use the same clock. Non-monotonic timestamps are safe (see
+//  "No false suppression"), just charged to the newest window.
+//  The 32-bit window number wraps after 2^32 intervals (49.7 days at 1 ms).
+//  A timestamp up to 2^20 windows older than the newest opened window is
+//  charged to that window; one further behind (or a window number that
+//  wrapped) opens its own window. So: exactness needs timestamps less than
+//  2^20 windows stale (17 minutes at 1 ms) when the call is made; and a
+//  limiter left idle for 2^32 - 2^20 to 2^32 windows (mod 2^32) takes its old
+//  window for current, and may deny, for at most 2^20 windows.
+//
+// Memory ordering
+//  All operations are relaxed: the limiter hands out decisions, not data.
+//  Exactness rests only on the shared word's modification order (every
+//  admission is a read-modify-write whose returned value is distinct).
+//  A caller that needs "the event I admitted happens after X" must order X
+//  itself.
+//
+// Async-signal-safety
+//  Every member function except the constructors is async-signal-safe and
+//  noexcept: no allocation, no lock, no errno change (clock_gettime on the
+//  vDSO does not fail). The first call on a thread assigns its thread
+//  number with an atomic increment (also async-signal-safe).
+//
+// Lifetime, fork, processes
+//  Not copyable or movable. Destroy it only when no thread can call it.
+//  fork(): the child gets a copy with the same counts; nothing to re-arm.
+//  It works in shared memory across processes only with allow_at() and a
+//  clock both processes share (CLOCK_MONOTONIC is), and with thread numbers
+//  that may collide across processes (still exact, slots are atomic).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+
+namespace doorbell {
+
+// Options for a RateLimiter. A value-initialised RateLimitOptions{} means
+// "never limit".
+struct RateLimitOptions {
+  // Window length; 0 disables the limiter. Negative is invalid.
+  std::chrono::nanoseconds interval{0};
+  // Events admitted per window; at most RateLimitOptions::kMaxBurst.
+  uint32_t burst = 0;
+  // ShardedRateLimiter only: each slot leases this many tokens at a time
+  // (0: burst / 64 clamped to 1..64); at most kMaxLease. Must be 0 for
+  // RateLimiter.
+  uint32_t lease = 0;
+
+  static constexpr uint32_t kMaxBurst = 1u << 31;
+  static constexpr uint32_t kMaxLease = 1u << 16;
+};
+
+// One decision, with the suppression report of check()/check_at().
+struct RateLimitVerdict {
+  bool allowed = true;
+  // > 0 only for the caller that opened a new window (check()/check_at()):
+  // the events denied since the previous report. Reported exactly once.
+  uint64_t suppressed = 0;
+  // The window number this call was charged to (low 32 bits of
+  // now / interval). For audits and tests; 0 when the limiter is disabled.
+  uint32_t window = 0;
+
+  explicit operator bool() const noexcept { return allowed; }
+};
+
+// The points where another thread may act between two steps of a call; the
+// stress test injects delays there. Production code uses NoRateLimitHooks.
+enum class RateLimitRacePoint {
+  after_load,         // the shared word was loaded, nothing decided yet
+  before_open,        // about to CAS a newer window into the shared word
+  after_open,         // this caller opened a window, report not yet taken
+  before_add,         // about to fetch_add an admission
+  before_lease_take,  // about to take a token from the slot's lease
+  before_lease_store  // leased tokens obtained, about to store them in the slot
+};
+
+struct NoRateLimitHooks {
+  static void point(RateLimitRacePoint) noexcept {}
+};
+
+namespace detail {
+
+// CLOCK_MONOTONIC_COARSE in nanoseconds (vDSO; async-signal-safe).
+uint64_t coarse_now_ns() noexcept;
+
+inline constexpr unsigned kRateLimitSlots = 16;
+inline constexpr unsigned kRateLimitSlotSize = 64;
+
+// This thread's slot, as the byte offset of its slot plus one slot size (so
+// that 0 means "not assigned yet"). Threads are numbered in order of their
+// first call to any limiter; slot = number % kRateLimitSlots.
+inline constinit thread_local uint32_t tl_rate_limit_slot = 0;
+inline constinit std::atomic<uint32_t> g_rate_limit_threads{0};
+
+inline uint32_t rate_limit_slot_offset() noexcept {
+  uint32_t offset = tl_rate_limit_slot;
+  if (offset == 0) [[unlikely]] {
+    // A signal handler interrupting this assignment assigns its own number;
+    // whichever store lands last wins. Both are valid slots.
+    const uint32_t n = g_rate_limit_threads.fetch_add(1, std::memory_order_relaxed);
+    offset = (n % kRateLimitSlots + 1) * kRateLimitSlotSize;
+    tl_rate_limit_slot = offset;
+  }
+  return offset;
+}
+
+template <typename Hooks, bool kSharded>
+class BasicRateLimiter {
+ public:
+  static constexpr unsigned kSlots = kRateLimitSlots;
+
+  // Disabled: never limits. Same as a zero-filled object.
+  constexpr BasicRateLimiter() noexcept = default;
+
+  // Throws std::invalid_argument for a negative interval, burst > kMaxBurst,
+  // lease > kMaxLease, or a lease given to the single-word RateLimiter.
+  // ShardedRateLimiter with lease 0 picks burst / 64, clamped to 1..64.
+  explicit BasicRateLimiter(RateLimitOptions options) {
+    if (options.interval.count() < 0) throw std::invalid_argument("RateLimiter: negative interval");
+    if (options.burst > RateLimitOptions::kMaxBurst)
+      throw std::invalid_argument("RateLimiter: burst above 2^31");
+    if (options.lease > RateLimitOptions::kMaxLease)
+      throw std::invalid_argument("RateLimiter: lease above 2^16");
+    if (!kSharded && options.lease != 0)
+      throw std::invalid_argument("RateLimiter: a lease needs ShardedRateLimiter");
+    if (kSharded && options.lease == 0) {
+      const uint32_t auto_lease = options.burst / (4 * kSlots);
+      options.lease = auto_lease < 1 ? 1 : (auto_lease > 64 ? 64 : auto_lease);
+    }
+    interval_ns_ = static_cast<uint64_t>(options.interval.count());
+    // window = mulhi(now, inverse): monotone in now, one multiply, and each
+    // window is 2^64 / inverse >= interval nanoseconds long.
+    inverse_ = interval_ns_ == 0 ? 0 : ~uint64_t{0} / interval_ns_;
+    burst_ = options.burst;
+    lease_ = options.lease;
+  }
+  BasicRateLimiter(std::chrono::nanoseconds interval, uint32_t burst)
+      : BasicRateLimiter(RateLimitOptions{interval, burst, 0}) {}
+
+  BasicRateLimiter(const BasicRateLimiter&) = delete;
+  BasicRateLimiter& operator=(const BasicRateLimiter&) = delete;
+
+  // allow / allow(n)
+  //   May n events (default 1) go ahead now, on the default coarse clock?
+  //   All or nothing: either n are admitted or none (and n are counted as
+  //   suppressed). n == 0 is always admitted. n > burst is always denied.
+  bool allow() noexcept {
+    if (interval_ns_ == 0) return true;
+    return decide<false>(coarse_now_ns(), 1).allowed;
+  }
+  bool allow(uint32_t n) noexcept {
+    if (interval_ns_ == 0) return true;
+    return decide<false>(coarse_now_ns(), n).allowed;
+  }
+
+  // allow_at
+  //   Same, at the caller's timestamp now_ns (any monotonic nanosecond
+  //   clock, the same for all callers of this limiter).
+  bool allow_at(uint64_t now_ns, uint32_t n = 1) noexcept {
+    if (interval_ns_ == 0) return true;
+    return decide<false>(now_ns, n).allowed;
+  }
+
+  // check / check_at
+  //   Like allow()/allow_at(), and when this call opens a new window, also
+  //   takes the "events suppressed since the last report" count.
+  RateLimitVerdict check(uint32_t n = 1) noexcept {
+    if (interval_ns_ == 0) return {};
+    return decide<true>(coarse_now_ns(), n);
+  }
+  RateLimitVerdict check_at(uint64_t now_ns, uint32_t n = 1) noexcept {
+    if (interval_ns_ == 0) return {};
+    return decide<true>(now_ns, n);
+  }
+
+  // flush
+  //   Returns the suppressed events not yet reported, and marks them
+  //   reported (call it at shutdown, like the kernel's
+  //   RATELIMIT_MSG_ON_RELEASE). Exact when no call is in flight.
+  uint64_t flush() noexcept { return take_report(); }
+
+  // suppressed_total
+  //   All events denied so far (reported or not). Exact at quiescence.
+  uint64_t suppressed_total() const noexcept {
+    uint64_t total = 0;
+    for (const Slot& s : slots_) total += s.missed.load(std::memory_order_relaxed);
+    return total;
+  }
+
+  std::chrono::nanoseconds interval() const noexcept {
+    return std::chrono::nanoseconds(static_cast<int64_t>(interval_ns_));
+  }
+  uint32_t burst() const noexcept { return burst_; }
+  uint32_t lease() const noexcept { return lease_; }
+  static constexpr bool sharded() noexcept { return kSharded; }
+  bool enabled() const noexcept { return interval_ns_ != 0; }
+
+  // The window number a timestamp falls in.
+  uint32_t window_of(uint64_t now_ns) const noexcept {
+    return static_cast<uint32_t>(static_cast<unsigned __int128>(now_ns) * inverse_ >> 64);
+  }
+
+ private:
+  // Shared word: window:32 | count:32. `count` is the number of events
+  // charged to `window`, plus the overshoot of denied fetch_adds (at most
+  // one per caller in flight, so it never carries into `window` for
+  // burst <= 2^31).
+  static constexpr uint64_t pack(uint32_t window, uint32_t count) noexcept {
+    return static_cast<uint64_t>(window) << 32 | count;
+  }
+  static constexpr uint32_t window_part(uint64_t w) noexcept {
+    return static_cast<uint32_t>(w >> 32);
+  }
+  static constexpr uint32_t count_part(uint64_t w) noexcept { return static_cast<uint32_t>(w); }
+  // Wrap-aware "window a is newer than window b".
+  static constexpr bool newer(uint32_t a, uint32_t b) noexcept {
+    return static_cast<int32_t>(a - b) > 0;
+  }
+  // Is a call whose timestamp falls in `window` charged to `current`? Yes
+  // when `current` is the same window or a newer one, by at most
+  // kStaleWindows (a caller whose clock read is behind). A `current` further
+  // ahead than that can only be a window number from 2^32 windows ago that
+  // wrapped: it is over.
+  static constexpr uint32_t kStaleWindows = 1u << 20;
+  static constexpr bool charged_to(uint32_t window, uint32_t current) noexcept {
+    return current - window <= kStaleWindows;
+  }
+  // Must a call in `window` open it on shared word w? The zero word is the
+  // never-opened limiter (a window 0 opened with count 0 may be reopened:
+  // nothing was admitted in it).
+  static constexpr bool must_open(uint32_t window, uint64_t w) noexcept {
+    return w == 0 || !charged_to(window, window_part(w));
+  }
+
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> missed{0};  // events denied by this slot's threads
+    std::atomic<uint64_t> lease{0};   // sharded mode: window:32 | tokens left:32
+  };
+
+  // The slot address is the TLS offset added to the slot array (one load,
+  // one add).
+  Slot& my_slot() noexcept {
+    static_assert(sizeof(Slot) == kRateLimitSlotSize);
+    return *reinterpret_cast<Slot*>(reinterpret_cast<char*>(slots_) +
+                                    (rate_limit_slot_offset() - kRateLimitSlotSize));
+  }
+
+  void count_miss(uint32_t n) noexcept {
+    // An RMW on this thread's own line: exact even when a signal handler on
+    // this thread or a thread sharing the slot counts at the same time.
+    my_slot().missed.fetch_add(n, std::memory_order_relaxed);
+  }
+
+  // Sums the slots and advances `reported_` to that sum; returns the part
+  // this caller reports. reported_ only grows (a max), so each denied event
+  // is reported at most once, and whatever one caller's loads missed is
+  // reported by a later one.
+  uint64_t take_report() noexcept {
+    const uint64_t total = suppressed_total();
+    uint64_t reported = reported_.load(std::memory_order_relaxed);
+    while (total > reported) {
+      if (reported_.compare_exchange_weak(reported, total, std::memory_order_relaxed))
+        return total - reported;
+    }
+    return 0;
+  }
+
+  template <bool kReport>
+  RateLimitVerdict decide(uint64_t now_ns, uint32_t n) noexcept {
+    const uint32_t window = window_of(now_ns);
+    if (n == 0) [[unlikely]]
+      return {true, 0, window};
+    if (kSharded && n == 1) return decide_leased<kReport>(window);
+    uint64_t w = word_.load(std::memory_order_relaxed);
+    Hooks::point(RateLimitRacePoint::after_load);
+    for (;;) {
+      // Fast test: the word is in the caller's window. Otherwise open the
+      // caller's window if the word's is older, far ahead (wrapped), or the
+      // word was never opened (zero; when the caller's window is 0 too,
+      // counting on from the zero word is the same as opening window 0).
+      if (window_part(w) != window) [[unlikely]] {
+        if (w == 0 || !charged_to(window, window_part(w))) {
+          // The CAS is the whole reset (new window and its first count in
+          // one store), so there is no moment where one is visible without
+          // the other. A failed CAS means someone else changed the word;
+          // re-decide on the value it returned.
+          const bool fits = n <= burst_;
+          Hooks::point(RateLimitRacePoint::before_open);
+          if (word_.compare_exchange_weak(w, pack(window, fits ? n : 0),
+                                          std::memory_order_relaxed)) {
+            Hooks::point(RateLimitRacePoint::after_open);
+            if (!fits) count_miss(n);
+            return {fits, kReport ? take_report() : 0, window};
+          }
+          continue;
+        }
+      }
+      // The word's window is the caller's, or newer (the caller's clock is
+      // behind): the call is charged to the word's window.
+      const uint32_t count = count_part(w);
+      if (count >= burst_ || n > burst_ - count) {
+        // Full: no write to the shared word.
+        count_miss(n);
+        return {false, 0, window_part(w)};
+      }
+      if (n == 1) {
+        Hooks::point(RateLimitRacePoint::before_add);
+        // One RMW, no retry. Admitted iff the count it returns is below
+        // burst; the returned counts of one window are distinct, so at most
+        // burst are admitted. The returned window may be newer than w's (a
+        // window opened meanwhile): the call is charged to that one.
+        const uint64_t old = word_.fetch_add(1, std::memory_order_relaxed);
+        if (count_part(old) < burst_) [[likely]]
+          return {true, 0, window_part(old)};
+        count_miss(1);
+        return {false, 0, window_part(old)};
+      }
+      // n > 1: CAS, so that a request that does not fit consumes nothing.
+      if (word_.compare_exchange_weak(w, w + n, std::memory_order_relaxed))
+        return {true, 0, window_part(w)};
+    }
+  }
+
+  // Sharded mode, one event. The common cases are inline: a token from the
+  // slot's lease for this window, or a denial when the slot is empty and the
+  // shared word's window (the caller's) is full. Everything else refills.
+  template <bool kReport>
+  RateLimitVerdict decide_leased(uint32_t window) noexcept {
+    Slot& slot = my_slot();
+    uint64_t l = slot.lease.load(std::memory_order_relaxed);
+    if (window_part(l) == window && count_part(l) > 0) [[likely]] {
+      Hooks::point(RateLimitRacePoint::before_lease_take);
+      // Fails only when a thread sharing the slot, or a signal handler,
+      // changed the lease; the refill path then re-decides.
+      if (slot.lease.compare_exchange_weak(l, l - 1, std::memory_order_relaxed))
+        return {true, 0, window};
+    }
+    if (count_part(l) == 0) {
+      const uint64_t w = word_.load(std::memory_order_relaxed);
+      if (window_part(w) == window && count_part(w) >= burst_) {
+        slot.missed.fetch_add(1, std::memory_order_relaxed);
+        return {false, 0, window};
+      }
+    }
+    return refill<kReport>(window, slot);
+  }
+
+  template <bool kReport>
+  [[gnu::noinline]] RateLimitVerdict refill(uint32_t window, Slot& slot) noexcept {
+    uint64_t l = slot.lease.load(std::memory_order_relaxed);
+    // Tokens leased for the caller's window or a newer one can be spent.
+    while (count_part(l) > 0 && charged_to(window, window_part(l))) {
+      Hooks::point(RateLimitRacePoint::before_lease_take);
+      if (slot.lease.compare_exchange_weak(l, l - 1, std::memory_order_relaxed))
+        return {true, 0, window_part(l)};
+    }
+    // Lease empty or stale: take up to lease_ tokens from the shared word.
+    uint64_t w = word_.load(std::memory_order_relaxed);
+    Hooks::point(RateLimitRacePoint::after_load);
+    uint32_t granted = 0;
+    uint32_t granted_window = 0;
+    uint64_t report = 0;
+    for (;;) {
+      if (must_open(window, w)) {
+        const uint32_t grant = lease_ < burst_ ? lease_ : burst_;
+        Hooks::point(RateLimitRacePoint::before_open);
+        if (word_.compare_exchange_weak(w, pack(window, grant), std::memory_order_relaxed)) {
+          Hooks::point(RateLimitRacePoint::after_open);
+          granted = grant;
+          granted_window = window;
+          if (kReport) report = take_report();
+          break;
+        }
+        continue;
+      }
+      if (count_part(w) >= burst_) {
+        count_miss(1);
+        return {false, 0, window_part(w)};
+      }
+      Hooks::point(RateLimitRacePoint::before_add);
+      // Lease with one RMW: the range [count, count + lease_) is ours, cut
+      // at burst. Ranges of one window are disjoint, so at most burst tokens
+      // are handed out per window.
+      const uint64_t old = word_.fetch_add(lease_, std::memory_order_relaxed);
+      const uint32_t count = count_part(old);
+      granted = count < burst_ ? (burst_ - count < lease_ ? burst_ - count : lease_) : 0;
+      granted_window = window_part(old);
+      break;
+    }
+    if (granted == 0) {
+      count_miss(1);
+      return {false, report, granted_window};
+    }
+    // Spend one token now, keep the rest in the slot.
+    if (granted > 1) {
+      Hooks::point(RateLimitRacePoint::before_lease_store);
+      const uint64_t fresh = pack(granted_window, granted - 1);
+      l = slot.lease.load(std::memory_order_relaxed);
+      for (;;) {
+        uint64_t desired;
+        if (count_part(l) > 0 && window_part(l) == granted_window) {
+          desired = l + (granted - 1);  // a slot-mate leased too: add ours
+        } else if (count_part(l) == 0 || newer(granted_window, window_part(l))) {
+          desired = fresh;  // empty or older lease: replace
+        } else {
+          break;  // the slot holds tokens of a newer window: ours are stranded
+        }
+        if (slot.lease.compare_exchange_weak(l, desired, std::memory_order_relaxed)) break;
+      }
+    }
+    return {true, report, granted_window};
+  }
+
+  // Line 1: the shared word and the configuration it is read with (one cache
+  // miss brings both); `reported_` changes once per window at most.
+  alignas(64) std::atomic<uint64_t> word_{0};
+  uint64_t interval_ns_ = 0;  // 0: disabled
+  uint64_t inverse_ = 0;      // floor((2^64 - 1) / interval)
+  uint32_t burst_ = 0;
+  uint32_t lease_ = 0;
+  std::atomic<uint64_t> reported_{0};
+  // Lines 2-17: per-thread slots.
+  Slot slots_[kSlots];
+};
+
+}  // namespace detail
+
+// The limiter. See the top of this file.
+using RateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, false>;
+// Sharded mode: per-slot leases of RateLimitOptions::lease tokens.
+using ShardedRateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, true>;
+
+// The default clock's resolution (clock_getres(CLOCK_MONOTONIC_COARSE)), in
+// nanoseconds. Intervals much shorter than this need allow_at().
+uint64_t coarse_clock_resolution_ns() noexcept;
+
+}  // namespace doorbell

@@ -1,0 +1,256 @@
+// SignalChannel: signals as ordinary events.
+//
+// A SignalChannel turns a set of signals into events that user code reads
+// from a file descriptor, in the spirit of Go's os/signal.Notify: no user
+// code ever runs inside a signal handler. fd() becomes readable when events
+// are pending, so the channel plugs into any event loop (doorbell's
+// EventLoop, epoll, poll, libuv, Asio); dispatch() hands the pending events
+// to a callback on whichever thread calls it.
+//
+//   doorbell::SignalChannel channel({SIGTERM, SIGHUP});
+//   loop.add(channel.fd(), EventLoop::kReadable, [&](uint32_t) {
+//     channel.dispatch([&](const doorbell::SignalEvent& e) { ... });
+//   });
+//
+// Each event carries the whole siginfo that matters: number, si_code, the
+// sender's pid and uid, si_value, and for SIGCHLD the child's status.
+//
+// Mechanisms. Two, behind this one interface (see docs/signals.md):
+//
+//   signalfd  signalfd(2). Requires the signals to be blocked in EVERY
+//             thread of the process, which only works when they are blocked
+//             before any thread starts: call block_signals_before_threads()
+//             first thing in main(). The constructor reads every thread's
+//             mask from /proc and refuses (std::invalid_argument naming the
+//             thread) when one of them leaves a signal unblocked.
+//   handler   a minimal SA_SIGINFO handler that records the siginfo in a
+//             lock-free queue and writes an eventfd. Works whatever the
+//             other threads' masks, as long as at least one thread leaves
+//             each signal unblocked (also checked, also refused otherwise).
+//   automatic signalfd when every thread blocks every signal of the set,
+//             else handler.
+//
+// Coalescing and loss, counted (stats()):
+//   - Standard signals (1..31) coalesce: at least one event per burst. The
+//     kernel merges instances that arrive while one is pending; neither
+//     mechanism can see those. The handler mechanism also merges instances
+//     that arrive before the consumer reads the first one, and counts them
+//     in SignalEvent::coalesced and SignalChannelStats::coalesced.
+//   - Real-time signals (SIGRTMIN..SIGRTMAX) are one event per instance,
+//     each with its si_value. signalfd reads them in the kernel's queue
+//     order. With the handler mechanism they come in the order the handlers
+//     recorded them: when several threads leave the signal unblocked, two
+//     instances handled at once on two threads may swap places; leave it
+//     unblocked in one thread only if order matters. The kernel's limit
+//     (RLIMIT_SIGPENDING) shows at the sender as EAGAIN from sigqueue(3);
+//     the handler mechanism's own queue (Options::realtime_capacity) counts
+//     what it could not keep in SignalChannelStats::overflowed. Nothing is
+//     dropped silently.
+//
+// stop(). When stop() returns:
+//   - no further signal is recorded in the channel; events recorded before
+//     remain readable through try_receive()/dispatch(), so a signal that
+//     races stop() is either an event or handled by the restored
+//     disposition, never lost (golang/go#14571);
+//   - the handler mechanism has restored each signal's previous disposition
+//     exactly (handler, flags and mask, as sigaction(2) reported it), unless
+//     someone installed another one meanwhile, which is left alone; no
+//     handler of ours is running any more. So a second Ctrl-C after stop()
+//     does what it did before the channel existed: the default kills the
+//     process (tokio-rs/tokio#7905);
+//   - masks are never changed by a channel. With signalfd the signals stay
+//     blocked after stop() (the caller blocked them); a signal sent then
+//     stays pending until the caller restores its mask, and then acts as
+//     its disposition says.
+//
+// Chaining. With the handler mechanism, a handler that was installed before
+// the channel keeps running after the channel recorded the event
+// (Options::chain_previous, on by default). SIG_DFL and SIG_IGN are not
+// chained: the channel takes the signal instead.
+//
+// Refused signals (std::invalid_argument): SIGKILL and SIGSTOP (cannot be
+// caught), the synchronous faults SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP
+// (a fault must be handled on the faulting thread, not as an event), the C
+// library's reserved real-time signals below SIGRTMIN (32 and 33 with
+// glibc), and numbers outside 1..SIGRTMAX.
+//
+// Threads. fd(), stats() and mechanism() may be called from any thread.
+// try_receive(), receive() and dispatch() are for one consumer thread at a
+// time. stop() may be called from any thread, once or many times, but not
+// concurrently with the consumer functions of the same channel. With the
+// handler mechanism several channels may watch the same signal and each gets
+// every event; with signalfd the kernel hands each instance to whichever
+// signalfd reads it first, so watch a signal with one channel only.
+//
+// Memory ordering: everything the signal sender did before sending is
+// visible to the consumer that reads the event (the kernel's siglock and
+// the queue's release/acquire pair order it).
+//
+// Async-signal-safety: none of the members may be called from a signal
+// handler.
+//
+// Fork. A channel belongs to the process that created it. In a child made
+// with fork(), the consumer functions throw ForkedChannelError; the handler
+// mechanism restores the previous dispositions in the child at fork (signals
+// blocked around the fork so none slips through), so the child's signals
+// reach neither the parent's fd nor a dead channel (chriskohlhoff/asio#1069).
+// Create a new channel in the child if it wants events. exec() drops
+// handlers anyway; signalfd descriptors are close-on-exec.
+//
+// Lifetime: the destructor calls stop() and closes fd(). Remove fd() from
+// any poller before destroying the channel.
+//
+// Cross-process: no; a channel describes signals sent to this process.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "doorbell/signal_receiver.h"  // restore_signal_mask
+
+namespace doorbell {
+
+namespace detail {
+class SignalBackend;
+}
+
+// One signal, as the channel saw it.
+struct SignalEvent {
+  int signal = 0;           // the number, e.g. SIGTERM
+  int code = 0;             // si_code: SI_USER (kill), SI_QUEUE (sigqueue), SI_TKILL,
+                            // SI_KERNEL, CLD_EXITED/CLD_KILLED/... for SIGCHLD
+  pid_t sender_pid = 0;     // si_pid (for SIGCHLD: the child)
+  uid_t sender_uid = 0;     // si_uid
+  int status = 0;           // SIGCHLD: exit code (CLD_EXITED) or signal (CLD_KILLED, ...)
+  int error = 0;            // si_errno
+  std::uint64_t value = 0;  // si_value (sival_ptr; sival_int in the low bits)
+  // Further instances of this standard signal merged into this event, as far
+  // as the channel knows (handler mechanism). 0 with signalfd, where the
+  // kernel merges without telling. Always 0 for real-time signals.
+  std::uint64_t coalesced = 0;
+
+  bool realtime() const noexcept { return signal >= SIGRTMIN && signal <= SIGRTMAX; }
+  // "SIGTERM from pid 12 (uid 0, SI_USER)", for logs.
+  std::string describe() const;
+};
+
+enum class SignalMechanism { automatic, signalfd, handler };
+const char* mechanism_name(SignalMechanism mechanism) noexcept;
+
+struct SignalChannelStats {
+  std::uint64_t signals = 0;     // instances recorded (handler runs, or signalfd records)
+  std::uint64_t events = 0;      // events handed to the user
+  std::uint64_t coalesced = 0;   // instances merged into an earlier event (known ones)
+  std::uint64_t overflowed = 0;  // real-time instances dropped: the queue was full
+};
+
+// Thrown by the consumer functions of a channel used in a forked child.
+class ForkedChannelError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+class SignalChannel {
+ public:
+  struct Options {
+    SignalMechanism mechanism = SignalMechanism::automatic;
+    // Handler mechanism: call a handler that was installed before the
+    // channel, after recording the event.
+    bool chain_previous = true;
+    // Handler mechanism: real-time instances kept until read; more are
+    // counted in stats().overflowed. At least 1.
+    std::size_t realtime_capacity = 4096;
+  };
+
+  // Watches `signals`. Throws std::invalid_argument for an empty set, a
+  // refused signal (see above), a realtime_capacity of 0, or masks that the
+  // mechanism cannot work with (the message names the thread and signal);
+  // std::system_error when a kernel call fails (signalfd, eventfd,
+  // sigaction), or when more than 64 handler-mechanism channels exist.
+  explicit SignalChannel(std::initializer_list<int> signals) : SignalChannel(signals, Options{}) {}
+  SignalChannel(std::initializer_list<int> signals, const Options& options)
+      : SignalChannel(std::vector<int>(signals), options) {}
+  SignalChannel(const std::vector<int>& signals, const Options& options);
+  ~SignalChannel();
+  SignalChannel(const SignalChannel&) = delete;
+  SignalChannel& operator=(const SignalChannel&) = delete;
+
+  // SignalChannel::fd()
+  //
+  // Readable while events may be pending (level-triggered: it stays readable
+  // until try_receive() or dispatch() has taken them all). After stop() it
+  // may no longer become readable: drain leftovers with try_receive().
+  int fd() const noexcept;
+
+  SignalMechanism mechanism() const noexcept;
+  const std::vector<int>& signals() const noexcept { return signals_; }
+
+  // SignalChannel::try_receive()
+  //
+  // The next event, or nullopt when none is pending. Never blocks. Throws
+  // ForkedChannelError in a forked child.
+  std::optional<SignalEvent> try_receive();
+
+  // SignalChannel::receive()
+  //
+  // Waits up to `timeout` (poll(2) on fd(), EINTR retried with the time
+  // left) for the next event. nullopt on timeout, or at once when stopped
+  // and empty. Throws ForkedChannelError in a forked child.
+  std::optional<SignalEvent> receive(std::chrono::nanoseconds timeout);
+
+  // SignalChannel::dispatch()
+  //
+  // Calls `handler` on the calling thread for every pending event, in
+  // order; returns how many. Does not wait. Exceptions from the handler
+  // propagate (the event that threw is consumed). Throws ForkedChannelError
+  // in a forked child.
+  std::size_t dispatch(const std::function<void(const SignalEvent&)>& handler);
+
+  // SignalChannel::stop()
+  //
+  // See the contract above. Idempotent; noexcept (a failure to restore a
+  // disposition is impossible with a sigaction we read before, and aborts).
+  void stop() noexcept;
+  bool stopped() const noexcept { return stopped_; }
+
+  SignalChannelStats stats() const noexcept;
+
+ private:
+  void check_fork() const;
+  std::vector<int> signals_;
+  std::unique_ptr<detail::SignalBackend> backend_;
+  std::uint64_t fork_generation_ = 0;
+  bool stopped_ = false;
+};
+
+// block_signals_before_threads()
+//
+// Blocks `signals` in the calling thread and returns the previous mask. Call
+// it in main() before any thread starts: threads inherit the mask, so the
+// signals are then blocked in every thread, which is what the signalfd
+// mechanism needs. Pass the returned mask to restore_signal_mask() when the
+// threads are gone, to get the original behaviour back (for example: a
+// second SIGINT after shutdown then kills as the default does). Throws
+// std::invalid_argument for a refused signal (see above).
+sigset_t block_signals_before_threads(const std::vector<int>& signals);
+
+// restore_signal_mask(mask), declared in doorbell/signal_receiver.h (shared
+// with SignalReceiver), sets the calling thread's mask back.
+
+// Whether the channel would refuse `signo`, and why (nullptr when not).
+const char* refused_signal_reason(int signo) noexcept;
+
+// The name of a signal ("SIGTERM", "SIGRTMIN+3"), or "signal N".
+std::string signal_name(int signo);
+
+}  // namespace doorbell

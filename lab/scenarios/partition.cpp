@@ -1,0 +1,368 @@
+// The partition group (issue 6, seed 002's case study).
+//
+// (a) partition/stop_latency: how long until EVERY thread of a process with K
+//     busy threads is stopped, per suspension method:
+//       kill          kill(SIGSTOP) through a pidfd (the kernel picks one
+//                     thread, the main thread when it may take it, and the
+//                     group stop starts when that thread runs);
+//       every_thread  SIGSTOP to each thread with tgkill (thread_broadcast.h);
+//       freezer_v2    cgroup v2 cgroup.freeze = 1, until cgroup.events says
+//                     "frozen 1";
+//       freezer_v1    the v1 freezer with an empty keeper cgroup held frozen
+//                     (the static key stays enabled), until freezer.state
+//                     reads FROZEN;
+//       freezer_v1_cold (full suite) the v1 freezer with no keeper of ours:
+//                     pays the static-key patching unless some other v1
+//                     cgroup on the machine is frozen.
+//     Signals: the sample ends when waitid(WSTOPPED) on the pidfd returns
+//     (the last thread to join the group stop reports it). Freezers: polled
+//     every 10 us (the v2 POLLPRI notification comes from a kernel work item
+//     that a loaded machine runs late), so those samples are late by up to
+//     ~10 us plus a wake-up. The measuring thread runs at SCHED_FIFO where
+//     permitted; the busy threads are SCHED_OTHER. Between samples the
+//     process runs 1-3 ms.
+//
+// (b) partition/case_study: the real scheduler (doorbell::partition) with
+//     partition A (K busy threads) and B (one busy thread), 20 ms frame, two
+//     10 ms windows. Primary metric: A's overrun = when every thread of A was
+//     stopped minus the nominal end of its window (CLOCK_MONOTONIC). Also
+//     stop latency, CPU time A used after its window ended, and B's overrun.
+//     Counters: windows, over_1ms, error_percent (windows overrun by more
+//     than 1 ms), never_stopped.
+//
+// Safety: every process and cgroup made here is handed to a guardian process
+// (src/partition_guardian.h) that thaws, continues and kills them and removes
+// the cgroups if the lab dies.
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "doorbell/cgroup_freezer.h"
+#include "doorbell/partition.h"
+#include "doorbell/thread_broadcast.h"
+#include "lab/harness/scenario.h"
+#include "partition_guardian.h"
+#include "sys/error.h"
+#include "sys/pidfd.h"
+
+namespace doorbell::lab {
+namespace {
+
+// --- shared pieces ---------------------------------------------------------
+
+[[noreturn]] void spin_forever() {
+  volatile uint64_t sink = 0;
+  for (;;) sink = sink + 1;
+}
+
+// Runs K busy threads (the calling thread is one of them). Never returns.
+[[noreturn]] void busy_process(int threads) {
+  for (int i = 1; i < threads; ++i) std::thread(spin_forever).detach();
+  spin_forever();
+}
+
+// SCHED_FIFO for the calling thread for a scope, where permitted.
+class FifoScope {
+ public:
+  explicit FifoScope(Context& ctx) {
+    old_policy_ = ::sched_getscheduler(0);
+    ::sched_getparam(0, &old_param_);
+    sched_param param{};
+    param.sched_priority = 80;
+    active_ = ::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0;
+    if (!active_) ctx.note("not permitted to use SCHED_FIFO: the measuring thread wakes late");
+  }
+  ~FifoScope() {
+    if (active_) ::sched_setscheduler(0, old_policy_, &old_param_);
+  }
+
+ private:
+  bool active_ = false;
+  int old_policy_ = SCHED_OTHER;
+  sched_param old_param_{};
+};
+
+void sleep_ns(int64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+// --- (a) stop latency --------------------------------------------------------
+
+enum class StopMethod { kill, every_thread, freezer_v2, freezer_v1, freezer_v1_cold };
+
+const char* stop_method_name(StopMethod m) {
+  switch (m) {
+    case StopMethod::kill:
+      return "kill";
+    case StopMethod::every_thread:
+      return "every_thread";
+    case StopMethod::freezer_v2:
+      return "freezer_v2";
+    case StopMethod::freezer_v1:
+      return "freezer_v1";
+    case StopMethod::freezer_v1_cold:
+      return "freezer_v1_cold";
+  }
+  return "?";
+}
+
+bool is_freezer(StopMethod m) {
+  return m != StopMethod::kill && m != StopMethod::every_thread;
+}
+
+void run_stop_latency(Context& ctx, int threads, StopMethod method) {
+  std::unique_ptr<CgroupFreezer> cgroup;
+  std::unique_ptr<CgroupFreezer> keeper;
+  const std::string prefix = "doorbell-" + std::to_string(::getpid()) + "-lab-";
+  FreezerOptions options;
+  if (is_freezer(method)) {
+    options.preference =
+        method == StopMethod::freezer_v2 ? FreezerPreference::v2_only : FreezerPreference::v1_only;
+    const FreezerAvailability where = probe_freezers(options);
+    if (method == StopMethod::freezer_v2 && where.v2_parent.empty())
+      throw SkipScenario("no cgroup v2 freezer: " + where.v2_why_not);
+    if (method != StopMethod::freezer_v2 && where.v1_parent.empty())
+      throw SkipScenario("no v1 freezer: " + where.v1_why_not);
+  }
+  detail::Guardian guardian = detail::Guardian::start();
+  if (is_freezer(method)) {
+    cgroup = std::make_unique<CgroupFreezer>(CgroupFreezer::create(prefix + "stop", options));
+    guardian.watch_cgroup(cgroup->path(), cgroup->version() == FreezerVersion::v1);
+    if (method == StopMethod::freezer_v1) {
+      keeper = std::make_unique<CgroupFreezer>(CgroupFreezer::create(prefix + "keeper", options));
+      guardian.watch_cgroup(keeper->path(), true);
+      if (keeper->freeze() != 0) sys::throw_errno("freeze the v1 keeper");
+    }
+  }
+
+  const int guardian_socket = guardian.socket_fd();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) sys::throw_errno("fork");
+  if (pid == 0) {
+    ::close(guardian_socket);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    busy_process(threads);
+  }
+  sys::UniqueFd pidfd = sys::pidfd_open(pid);
+  guardian.watch_partition(pidfd.get(), true);
+  struct Reaper {
+    int fd;
+    CgroupFreezer* cgroup;
+    ~Reaper() {
+      sys::pidfd_send_signal(fd, SIGKILL);
+      if (cgroup) cgroup->thaw();
+      siginfo_t info{};
+      while (::waitid(static_cast<idtype_t>(P_PIDFD), fd, &info, WEXITED) != 0 && errno == EINTR) {
+      }
+    }
+  } reaper{pidfd.get(), cgroup.get()};
+  if (cgroup) cgroup->add(pid);
+
+  FifoScope fifo(ctx);
+  std::minstd_rand random(12345u + static_cast<unsigned>(threads));
+  // Let every thread start spinning.
+  sleep_ns(3'000'000);
+  Histogram& latency = ctx.metric();
+  std::size_t n = 0;
+  std::size_t never = 0;
+  while (ctx.keep_going(n)) {
+    sleep_ns(1'000'000 + static_cast<int64_t>(random() % 2'000'000));
+    const uint64_t t0 = monotonic_ns();
+    bool stopped = false;
+    if (method == StopMethod::kill || method == StopMethod::every_thread) {
+      if (method == StopMethod::kill)
+        sys::pidfd_send_signal(pidfd.get(), SIGSTOP);
+      else
+        stop_every_thread(pid);
+      siginfo_t info{};
+      for (;;) {
+        if (::waitid(static_cast<idtype_t>(P_PIDFD), pidfd.get(), &info, WSTOPPED) == 0) break;
+        if (errno != EINTR) sys::throw_errno("waitid");
+      }
+      if (info.si_code != CLD_STOPPED) throw std::runtime_error("busy process died");
+      stopped = true;
+    } else {
+      cgroup->freeze();
+      const uint64_t give_up = t0 + 200'000'000;
+      while (!(stopped = cgroup->is_frozen()) && monotonic_ns() < give_up) sleep_ns(10'000);
+    }
+    const uint64_t t1 = monotonic_ns();
+    if (stopped) {
+      latency.record(static_cast<double>(t1 - t0));
+    } else {
+      ++never;
+    }
+    if (cgroup)
+      cgroup->thaw();
+    else
+      sys::pidfd_send_signal(pidfd.get(), SIGCONT);
+    ++n;
+  }
+  ctx.counter("samples", static_cast<double>(n));
+  ctx.counter("not_stopped_in_200ms", static_cast<double>(never));
+  if (method == StopMethod::freezer_v1_cold)
+    ctx.note(
+        "v1 without a keeper: each freeze may patch the freezer static key, unless another "
+        "v1 cgroup on this machine is frozen");
+}
+
+std::vector<Scenario> stop_latency_scenarios() {
+  std::vector<Scenario> list;
+  for (int k : {8, 32}) {
+    for (StopMethod m : {StopMethod::kill, StopMethod::every_thread, StopMethod::freezer_v2,
+                         StopMethod::freezer_v1, StopMethod::freezer_v1_cold}) {
+      Scenario s;
+      s.name = std::string("partition/stop_latency:threads=") + std::to_string(k) +
+               ",method=" + stop_method_name(m);
+      s.group = "partition";
+      s.title = std::string("stop ") + std::to_string(k) + " busy threads: " + stop_method_name(m) +
+                (m == StopMethod::freezer_v1 || m == StopMethod::freezer_v1_cold ? " [v1]" : "");
+      s.description =
+          "from the stop request (kill/tgkill/freeze write) to every thread stopped: "
+          "waitid(WSTOPPED) return for signals, cgroup.events frozen 1 / freezer.state FROZEN "
+          "polled every 10 us for freezers; CLOCK_MONOTONIC; measuring thread SCHED_FIFO";
+      s.params = {{"threads", std::to_string(k)}, {"method", stop_method_name(m)}};
+      s.clock = ClockKind::monotonic;
+      s.budget_s = 0.05;
+      s.samples = 2000;
+      s.in_default_suite = m != StopMethod::freezer_v1_cold;
+      s.run = [k, m](Context& ctx) { run_stop_latency(ctx, k, m); };
+      list.push_back(std::move(s));
+    }
+  }
+  return list;
+}
+
+// --- (b) the case study --------------------------------------------------------
+
+void run_case_study(Context& ctx, int threads, partition::SuspendMethod method, bool long_run) {
+  using namespace partition;
+  if (method == SuspendMethod::freezer) {
+    const FreezerAvailability where = probe_freezers();
+    if (where.v2_parent.empty() && where.v1_parent.empty())
+      throw SkipScenario("no cgroup freezer: " + where.v2_why_not + "; " + where.v1_why_not);
+  }
+  Schedule s;
+  s.major_frame_ns = 20'000'000;
+  s.method = method;
+  s.partitions.push_back({"A", {}, {}, {}, [threads]() -> int { busy_process(threads); }, 0});
+  s.partitions.push_back({"B", {}, {}, {}, []() -> int { busy_process(1); }, 0});
+  s.windows.push_back({"A", 0, 10'000'000, 0});
+  s.windows.push_back({"B", 10'000'000, 10'000'000, 0});
+  Scheduler scheduler(s);
+  RunOptions options;
+  // One sample per frame (A's window); set-up and wind-down take ~15 ms.
+  const double usable_s = ctx.budget_s() - 0.015;
+  int64_t frames = static_cast<int64_t>(usable_s / 0.020);
+  frames = std::min<int64_t>(frames, static_cast<int64_t>(ctx.samples()));
+  options.frames = std::max<int64_t>(frames, long_run ? 50 : 2);
+  options.verify_stopped = false;  // /proc reads would steal B's CPU time
+  const RunReport report = scheduler.run(options);
+  for (const auto& w : report.warnings) ctx.note(w);
+  Histogram& overrun = ctx.metric("overrun");
+  Histogram& stop = ctx.metric("stop_latency");
+  Histogram& cpu_after = ctx.metric("cpu_after_end");
+  Histogram& resume = ctx.metric("resume_latency");
+  Histogram& overrun_b = ctx.metric("overrun_B");
+  std::size_t windows = 0, over = 0, never = 0;
+  for (const WindowRecord& w : report.windows) {
+    if (w.stopped_ns == 0 || w.partition_gone) continue;
+    if (w.partition == 1) {
+      overrun_b.record(static_cast<double>(w.overrun_ns()));
+      continue;
+    }
+    // Frame 0 includes A's thread start-up; it is measured like the rest.
+    ++windows;
+    overrun.record(static_cast<double>(w.overrun_ns()));
+    stop.record(static_cast<double>(w.stop_latency_ns()));
+    if (w.cpu_after_end_ns >= 0) cpu_after.record(static_cast<double>(w.cpu_after_end_ns));
+    if (w.first_run_ns) resume.record(static_cast<double>(w.resume_latency_ns()));
+    if (w.overrun_ns() > 1'000'000) ++over;
+    never += w.never_stopped;
+  }
+  ctx.counter("windows", static_cast<double>(windows));
+  ctx.counter("over_1ms", static_cast<double>(over));
+  ctx.counter("error_percent", windows ? 100.0 * static_cast<double>(over) / windows : 0.0);
+  ctx.counter("never_stopped", static_cast<double>(never));
+  ctx.counter("scheduler_fifo", report.fifo ? 1 : 0);
+  if (!report.freezer_version.empty()) ctx.note("freezer: " + report.freezer_version);
+}
+
+std::vector<Scenario> case_study_scenarios() {
+  using partition::SuspendMethod;
+  std::vector<Scenario> list;
+  for (bool long_run : {false, true}) {
+    for (int k : {8, 32}) {
+      for (SuspendMethod m :
+           {SuspendMethod::sigstop, SuspendMethod::sigstop_all_threads, SuspendMethod::freezer}) {
+        Scenario s;
+        s.name = std::string(long_run ? "partition/case_study_long" : "partition/case_study") +
+                 ":threads=" + std::to_string(k) + ",method=" + partition::method_name(m);
+        s.group = "partition";
+        s.title = std::string("A (") + std::to_string(k) + " threads) overrun, " +
+                  partition::method_name(m) + (long_run ? ", 300 frames" : "");
+        s.description =
+            "doorbell::partition::Scheduler (SCHED_FIFO), 20 ms frame: A [0,10) ms with K busy "
+            "threads, B [10,20) ms one busy thread; a sample = when every thread of A was "
+            "stopped (CLD_STOPPED / frozen, polled every 20 us) minus A's nominal window end; "
+            "CLOCK_MONOTONIC";
+        s.params = {{"threads", std::to_string(k)}, {"method", partition::method_name(m)}};
+        s.clock = ClockKind::monotonic;
+        s.primary_metric = "overrun";
+        s.budget_s = long_run ? 6.1 : 0.12;
+        s.samples = long_run ? 300 : 1000;
+        s.in_default_suite = !long_run;
+        s.run = [k, m, long_run](Context& ctx) { run_case_study(ctx, k, m, long_run); };
+        list.push_back(std::move(s));
+      }
+    }
+  }
+  return list;
+}
+
+const Registrar kStopLatency{stop_latency_scenarios()};
+const Registrar kCaseStudy{case_study_scenarios()};
+
+const ReferenceRegistrar kPartitionReferences{{
+    {.scenario = "partition/stop_latency:threads=8,method=kill",
+     .what = "periodic SIGSTOP delay, stock kernel (max)",
+     .value_ns = 20.89e6,
+     .statistic = "max",
+     .source = "seed 002 (IEEE ESL), Jetson Orin Nano, 6 Arm cores, Linux 5.15 PREEMPT_RT"},
+    {.scenario = "partition/stop_latency:threads=8,method=every_thread",
+     .what = "periodic SIGSTOP delay, both kernel remedies (max)",
+     .value_ns = 37e3,
+     .statistic = "max",
+     .source = "seed 002 (IEEE ESL), Jetson Orin Nano, kernel module / patch"},
+}};
+
+const RatioRegistrar kPartitionRatios{{
+    {.name = "sigstop / freezer overrun p99 (K=8)",
+     .numerator = "partition/case_study:threads=8,method=sigstop",
+     .denominator = "partition/case_study:threads=8,method=freezer",
+     .statistic = "p99",
+     .meaning = "how much later the classic SIGSTOP design stops a multi-threaded partition"},
+    {.name = "kill / every-thread stop p99 (K=8)",
+     .numerator = "partition/stop_latency:threads=8,method=kill",
+     .denominator = "partition/stop_latency:threads=8,method=every_thread",
+     .statistic = "p99",
+     .meaning = "the cost of the kernel waiting for the main thread to run"},
+}};
+
+}  // namespace
+}  // namespace doorbell::lab

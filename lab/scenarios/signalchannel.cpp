@@ -1,0 +1,515 @@
+// SignalChannel beside its peers, in one run (group `signalchannel`).
+//
+// Five ways to turn a signal into something user code acts on:
+//   signalfd     doorbell::SignalChannel, signalfd mechanism, in doorbell::EventLoop
+//   handler      doorbell::SignalChannel, handler mechanism, in doorbell::EventLoop
+//   asio         Boost.Asio signal_set (1.81, self-pipe), io_context::run
+//   libuv        uv_signal_t (Debian's libuv, self-pipe), uv_run
+//   raw_handler  a plain sigaction handler that does the "user work" itself
+//                (the floor; what seed 001 warns against)
+//
+// Every row uses the same two threads: the measuring thread (role 0) sends
+// with kill(getpid()) / sigqueue(getpid()) and a receiver thread (role 1)
+// runs the loop. The kernel hands a process-directed signal to the sending
+// thread when it leaves the signal unblocked (every method but signalfd), so
+// the handler runs there before kill() returns and wakes the receiver
+// through the method's fd; with signalfd the signal stays pending and the
+// receiver's signalfd becomes readable. A sample ends when the receiver's
+// user code runs (CLOCK_MONOTONIC, read on both threads).
+//
+// Rows:
+//   latency     ping-pong: one signal in flight; send -> user code
+//   throughput  the sender sends without waiting; events delivered vs sent,
+//               merged ones (counted by the channel where it can), lost ones
+//   rt_burst    bursts of 64 queued real-time signals: instances delivered vs
+//               sent, and send -> user code per instance
+//
+// Every run restores the signal's disposition and the thread's mask, and
+// drains what is left pending before unblocking.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "doorbell/event_loop.h"
+#include "doorbell/signal_channel.h"
+#include "lab/harness/scenario.h"
+#include "sys/error.h"
+
+namespace doorbell::lab {
+namespace {
+
+enum class Method { signalfd, handler, asio, libuv, raw_handler };
+constexpr Method kMethods[] = {Method::signalfd, Method::handler, Method::asio, Method::libuv,
+                               Method::raw_handler};
+
+const char* method_name(Method m) {
+  switch (m) {
+    case Method::signalfd:
+      return "signalfd";
+    case Method::handler:
+      return "handler";
+    case Method::asio:
+      return "asio";
+    case Method::libuv:
+      return "libuv";
+    case Method::raw_handler:
+      return "raw_handler";
+  }
+  return "?";
+}
+
+// What the receiver's user code does with each event: note the time and
+// tell the sender. Written by the receiver thread (or the raw handler),
+// read by the sender after acked/delivered moved.
+struct Sink {
+  bool realtime = false;
+  std::atomic<uint64_t> send_time{0};  // latency row: the one signal in flight
+  std::vector<uint64_t> send_times;    // rt row: by instance number
+  std::vector<double> latencies;       // reserved up front; receiver appends
+  std::atomic<uint64_t> delivered{0};  // user-code runs
+  std::atomic<uint64_t> merged{0};     // instances the method reported merged
+  std::atomic<uint32_t> acked{0};      // futex word for the ping-pong
+  uint64_t burst_base = 0;             // rt row: instance number of this burst's first
+
+  // value: the instance number for real-time signals (si_value), where the
+  // method exposes it; else -1 and arrival order stands in (same signal
+  // number, so the kernel delivers in order).
+  void on_event(int64_t value, uint64_t merged_count) noexcept {
+    const uint64_t now = monotonic_ns();
+    const uint64_t n = delivered.load(std::memory_order_relaxed);
+    uint64_t sent_at;
+    if (realtime) {
+      const uint64_t index = value >= 0 ? static_cast<uint64_t>(value) : n;
+      sent_at = index < send_times.size() ? send_times[index] : now;
+    } else {
+      sent_at = send_time.load(std::memory_order_acquire);
+    }
+    if (latencies.size() < latencies.capacity() && now >= sent_at) {
+      latencies.push_back(static_cast<double>(now - sent_at));
+    }
+    merged.fetch_add(merged_count, std::memory_order_relaxed);
+    delivered.store(n + 1, std::memory_order_release);
+    acked.fetch_add(1, std::memory_order_release);
+    acked.notify_one();
+  }
+};
+
+Sink* g_raw_sink = nullptr;  // the raw handler's target, set while it is installed
+
+void raw_handler(int, siginfo_t* info, void*) {
+  const int saved = errno;
+  Sink* sink = g_raw_sink;
+  if (sink != nullptr) {
+    const int64_t value = info->si_code == SI_QUEUE ? info->si_value.sival_int : -1;
+    sink->on_event(value, 0);
+  }
+  errno = saved;
+}
+
+// Saves the disposition of signo and the calling thread's mask; restores
+// both, after draining what is still pending (so nothing fires late).
+class SignalStateGuard {
+ public:
+  explicit SignalStateGuard(int signo) : signo_(signo) {
+    if (::sigaction(signo, nullptr, &action_) != 0) sys::throw_errno("sigaction");
+    pthread_sigmask(SIG_SETMASK, nullptr, &mask_);
+  }
+  ~SignalStateGuard() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo_);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    const timespec zero{0, 0};
+    while (::sigtimedwait(&set, nullptr, &zero) == signo_) {
+    }
+    ::sigaction(signo_, &action_, nullptr);
+    pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
+  }
+
+ private:
+  int signo_;
+  struct sigaction action_;
+  sigset_t mask_;
+};
+
+// One method's receiver: set up on construction (main thread), run() on the
+// receiver thread until stop().
+class Receiver {
+ public:
+  virtual ~Receiver() = default;
+  virtual void run() = 0;
+  virtual void stop() = 0;
+  // Waits until the receiver is ready for the first signal.
+  virtual void wait_ready() {}
+};
+
+class ChannelReceiver final : public Receiver {
+ public:
+  ChannelReceiver(int signo, SignalMechanism mechanism, Sink& sink) : sink_(sink) {
+    SignalChannel::Options options;
+    options.mechanism = mechanism;
+    options.chain_previous = false;
+    channel_ = std::make_unique<SignalChannel>(std::vector<int>{signo}, options);
+    loop_.add(channel_->fd(), EventLoop::kReadable, [this](uint32_t) {
+      channel_->dispatch([this](const SignalEvent& e) {
+        sink_.on_event(e.code == SI_QUEUE ? static_cast<int64_t>(e.value) : -1, e.coalesced);
+      });
+    });
+  }
+  void run() override { loop_.run(); }
+  void stop() override { loop_.stop(); }
+  ~ChannelReceiver() override {
+    loop_.remove(channel_->fd());
+    channel_->stop();
+  }
+
+ private:
+  Sink& sink_;
+  EventLoop loop_;
+  std::unique_ptr<SignalChannel> channel_;
+};
+
+class AsioReceiver final : public Receiver {
+ public:
+  AsioReceiver(int signo, Sink& sink) : sink_(sink), set_(io_, signo) { arm(); }
+  void run() override { io_.run(); }
+  void stop() override { io_.stop(); }
+
+ private:
+  void arm() {
+    set_.async_wait([this](const boost::system::error_code& error, int) {
+      if (error) return;
+      sink_.on_event(-1, 0);
+      arm();
+    });
+  }
+  Sink& sink_;
+  boost::asio::io_context io_;
+  boost::asio::signal_set set_;
+};
+
+class UvReceiver final : public Receiver {
+ public:
+  UvReceiver(int signo, Sink& sink) : signo_(signo), sink_(sink) {}
+  void run() override {
+    uv_loop_init(&loop_);
+    uv_signal_init(&loop_, &signal_);
+    signal_.data = this;
+    uv_signal_start(
+        &signal_,
+        [](uv_signal_t* handle, int) {
+          static_cast<UvReceiver*>(handle->data)->sink_.on_event(-1, 0);
+        },
+        signo_);
+    uv_async_init(&loop_, &stop_, [](uv_async_t* handle) {
+      auto* self = static_cast<UvReceiver*>(handle->data);
+      uv_signal_stop(&self->signal_);
+      uv_close(reinterpret_cast<uv_handle_t*>(&self->signal_), nullptr);
+      uv_close(reinterpret_cast<uv_handle_t*>(&self->stop_), nullptr);
+    });
+    stop_.data = this;
+    ready_.store(true, std::memory_order_release);
+    ready_.notify_one();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    uv_loop_close(&loop_);
+  }
+  void stop() override { uv_async_send(&stop_); }
+  void wait_ready() override { ready_.wait(false, std::memory_order_acquire); }
+
+ private:
+  int signo_;
+  Sink& sink_;
+  uv_loop_t loop_;
+  uv_signal_t signal_;
+  uv_async_t stop_;
+  std::atomic<bool> ready_{false};
+};
+
+// The raw handler needs no loop; its receiver thread idles.
+class RawReceiver final : public Receiver {
+ public:
+  RawReceiver(int signo, Sink& sink) {
+    struct sigaction action {};
+    action.sa_sigaction = raw_handler;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    g_raw_sink = &sink;
+    if (::sigaction(signo, &action, nullptr) != 0) sys::throw_errno("sigaction");
+  }
+  ~RawReceiver() override { g_raw_sink = nullptr; }
+  void run() override { done_.wait(false); }
+  void stop() override {
+    done_.store(true);
+    done_.notify_one();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+};
+
+// Sets up `method` for signo (the guard must already exist), starts the
+// receiver thread, runs body(), stops and joins.
+void with_receiver(Context& ctx, Method method, int signo, Sink& sink,
+                   const std::function<void()>& body) {
+  if (method == Method::signalfd) {
+    // The runner is single-threaded: blocking here, before the receiver
+    // thread starts, blocks the signal in every thread.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+  std::unique_ptr<Receiver> receiver;
+  try {
+    switch (method) {
+      case Method::signalfd:
+        receiver = std::make_unique<ChannelReceiver>(signo, SignalMechanism::signalfd, sink);
+        break;
+      case Method::handler:
+        receiver = std::make_unique<ChannelReceiver>(signo, SignalMechanism::handler, sink);
+        break;
+      case Method::asio:
+        receiver = std::make_unique<AsioReceiver>(signo, sink);
+        break;
+      case Method::libuv:
+        receiver = std::make_unique<UvReceiver>(signo, sink);
+        break;
+      case Method::raw_handler:
+        receiver = std::make_unique<RawReceiver>(signo, sink);
+        break;
+    }
+  } catch (const std::invalid_argument& e) {
+    throw SkipScenario(e.what());  // e.g. a thread of the process leaves the signal open
+  }
+  std::thread thread([&] {
+    ctx.pin_thread(1);
+    receiver->run();
+  });
+  receiver->wait_ready();
+  ctx.pin_thread(0);
+  try {
+    body();
+  } catch (...) {
+    receiver->stop();
+    thread.join();
+    throw;
+  }
+  receiver->stop();
+  thread.join();
+}
+
+// Waits until `delivered` stops moving for `quiet_ns` (or reaches target).
+void wait_quiet(const Sink& sink, uint64_t target, uint64_t quiet_ns) {
+  uint64_t last = sink.delivered.load(std::memory_order_acquire);
+  uint64_t since = monotonic_ns();
+  while (last < target) {
+    std::this_thread::yield();
+    const uint64_t now_count = sink.delivered.load(std::memory_order_acquire);
+    const uint64_t now = monotonic_ns();
+    if (now_count != last) {
+      last = now_count;
+      since = now;
+    } else if (now - since > quiet_ns) {
+      break;
+    }
+  }
+}
+
+void record_latencies(Context& ctx, const Sink& sink) {
+  Histogram& h = ctx.metric();
+  for (double ns : sink.latencies) h.record(ns);
+}
+
+// ---------------------------------------------------------------- latency
+
+void run_latency(Context& ctx, Method method) {
+  const int signo = SIGUSR1;
+  SignalStateGuard guard(signo);
+  Sink sink;
+  sink.latencies.reserve(ctx.samples());
+  std::size_t sent = 0, timeouts = 0;
+  with_receiver(ctx, method, signo, sink, [&] {
+    const pid_t self = ::getpid();
+    while (ctx.keep_going(sent)) {
+      const uint32_t before = sink.acked.load(std::memory_order_acquire);
+      sink.send_time.store(monotonic_ns(), std::memory_order_release);
+      ::kill(self, signo);
+      ++sent;
+      // Wait for the receiver's user code (bounded: a lost signal must not
+      // hang the lab).
+      const uint64_t limit = monotonic_ns() + 1000000000ull;
+      uint32_t now;
+      while ((now = sink.acked.load(std::memory_order_acquire)) == before) {
+        if (monotonic_ns() > limit) {
+          ++timeouts;
+          break;
+        }
+        sink.acked.wait(before, std::memory_order_acquire);
+      }
+    }
+  });
+  record_latencies(ctx, sink);
+  ctx.counter("sent", static_cast<double>(sent));
+  ctx.counter("delivered", static_cast<double>(sink.delivered.load()));
+  ctx.counter("coalesced", static_cast<double>(sink.merged.load()));
+  if (timeouts != 0) ctx.counter("timeouts", static_cast<double>(timeouts));
+}
+
+// ---------------------------------------------------------------- throughput
+
+void run_throughput(Context& ctx, Method method) {
+  const int signo = SIGUSR1;
+  SignalStateGuard guard(signo);
+  Sink sink;
+  std::size_t sent = 0;
+  uint64_t elapsed_ns = 0;
+  const IntervalClock& clock = IntervalClock::get();
+  with_receiver(ctx, method, signo, sink, [&] {
+    const pid_t self = ::getpid();
+    constexpr std::size_t kBatch = 16;
+    std::size_t batches = 0;
+    const uint64_t start = monotonic_ns();
+    while (ctx.keep_going(batches)) {
+      const uint64_t t0 = clock.read();
+      for (std::size_t i = 0; i < kBatch; ++i) ::kill(self, signo);
+      const uint64_t t1 = clock.read();
+      ctx.metric("send").record(clock.to_ns(t1 - t0) / kBatch);
+      sent += kBatch;
+      ++batches;
+    }
+    wait_quiet(sink, sent, 2000000ull);
+    elapsed_ns = monotonic_ns() - start;
+  });
+  const double delivered = static_cast<double>(sink.delivered.load());
+  const double merged = static_cast<double>(sink.merged.load());
+  ctx.counter("sent", static_cast<double>(sent));
+  ctx.counter("delivered", delivered);
+  ctx.counter("coalesced", merged);  // reported by the method itself
+  // Neither delivered nor reported merged: the kernel merged them (signalfd,
+  // where nobody can count) or the method dropped them (a full self-pipe).
+  ctx.counter("unaccounted", static_cast<double>(sent) - delivered - merged);
+  ctx.counter("ops_per_s", elapsed_ns > 0 ? delivered * 1e9 / static_cast<double>(elapsed_ns) : 0);
+}
+
+// ---------------------------------------------------------------- rt_burst
+
+void run_rt_burst(Context& ctx, Method method) {
+  const int signo = SIGRTMIN + 4;
+  SignalStateGuard guard(signo);
+  constexpr std::size_t kBurst = 64;
+  Sink sink;
+  sink.realtime = true;
+  const std::size_t max_bursts = std::max<std::size_t>(1, ctx.samples() / kBurst);
+  sink.send_times.assign(max_bursts * kBurst, 0);
+  sink.latencies.reserve(max_bursts * kBurst);
+  std::size_t sent = 0, refused = 0, bursts = 0;
+  with_receiver(ctx, method, signo, sink, [&] {
+    const pid_t self = ::getpid();
+    while (bursts < max_bursts && ctx.keep_going(bursts * kBurst)) {
+      for (std::size_t i = 0; i < kBurst; ++i) {
+        const std::size_t index = bursts * kBurst + i;
+        sigval value{};
+        value.sival_int = static_cast<int>(index);
+        sink.send_times[index] = monotonic_ns();
+        if (::sigqueue(self, signo, value) == 0)
+          ++sent;
+        else
+          ++refused;  // EAGAIN: RLIMIT_SIGPENDING
+      }
+      ++bursts;
+      // Let the burst drain before the next one (bounded).
+      wait_quiet(sink, sent, 10000000ull);
+    }
+  });
+  record_latencies(ctx, sink);
+  const double delivered = static_cast<double>(sink.delivered.load());
+  ctx.counter("sent", static_cast<double>(sent));
+  ctx.counter("delivered", delivered);
+  ctx.counter("lost", static_cast<double>(sent) - delivered);
+  if (refused != 0) ctx.counter("eagain", static_cast<double>(refused));
+}
+
+std::vector<Scenario> make_scenarios() {
+  std::vector<Scenario> all;
+  for (Method m : kMethods) {
+    const std::string name = method_name(m);
+    all.push_back(Scenario{
+        .name = "signalchannel/latency:method=" + name,
+        .group = "signalchannel",
+        .title = "signal -> user code, " + name,
+        .description =
+            "one SIGUSR1 in flight: CLOCK_MONOTONIC read by the sender just before "
+            "kill(getpid()), to the read in the receiver thread's user code (event-loop callback; "
+            "for raw_handler, the handler itself); the sender waits for it before the next",
+        .params = {{"method", name}},
+        .clock = ClockKind::monotonic,
+        .budget_s = 0.06,
+        .samples = 20000,
+        .run = [m](Context& ctx) { run_latency(ctx, m); },
+    });
+    all.push_back(Scenario{
+        .name = "signalchannel/throughput:method=" + name,
+        .group = "signalchannel",
+        .title = "signal flood, " + name,
+        .description =
+            "the sender calls kill(getpid(), SIGUSR1) in batches of 16 without waiting; a sample "
+            "is the batch time / 16 on the interval clock (what the sender pays). Counters: "
+            "sent, delivered (user-code runs), coalesced (merges the method reported), "
+            "unaccounted (merged by the kernel or dropped), ops_per_s (deliveries per second)",
+        .params = {{"method", name}},
+        .clock = ClockKind::tsc,
+        .primary_metric = "send",
+        .budget_s = 0.03,
+        .samples = 1024,
+        .run = [m](Context& ctx) { run_throughput(ctx, m); },
+    });
+    all.push_back(Scenario{
+        .name = "signalchannel/rt_burst:method=" + name,
+        .group = "signalchannel",
+        .title = "64 queued RT signals, " + name,
+        .description =
+            "bursts of 64 sigqueue(getpid(), SIGRTMIN+4, i); a sample is CLOCK_MONOTONIC from "
+            "just before instance i's sigqueue to the user code seeing it (matched by si_value "
+            "where the method exposes it, by arrival order for asio/libuv). Counters: sent, "
+            "delivered, lost, eagain",
+        .params = {{"method", name}},
+        .clock = ClockKind::monotonic,
+        .budget_s = 0.02,
+        .samples = 2048,
+        .run = [m](Context& ctx) { run_rt_burst(ctx, m); },
+    });
+  }
+  return all;
+}
+
+const Registrar kRegistrar{make_scenarios()};
+
+const RatioRegistrar kRatios{{
+    {.name = "asio / SignalChannel(signalfd)",
+     .numerator = "signalchannel/latency:method=asio",
+     .denominator = "signalchannel/latency:method=signalfd",
+     .statistic = "p50",
+     .meaning = "how much slower Asio's self-pipe is than our signalfd channel, send -> user code"},
+    {.name = "libuv / SignalChannel(handler)",
+     .numerator = "signalchannel/latency:method=libuv",
+     .denominator = "signalchannel/latency:method=handler",
+     .statistic = "p50",
+     .meaning = "libuv's self-pipe against our handler channel, send -> user code"},
+    {.name = "SignalChannel(handler) / raw handler",
+     .numerator = "signalchannel/latency:method=handler",
+     .denominator = "signalchannel/latency:method=raw_handler",
+     .statistic = "p50",
+     .meaning = "what leaving the handler for a thread's event loop costs"},
+}};
+
+}  // namespace
+}  // namespace doorbell::lab

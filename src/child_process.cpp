@@ -1,0 +1,232 @@
+// ChildProcess: posix_spawn with a clean signal state, then a pidfd.
+#include "doorbell/child_process.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <string>
+
+#include "doorbell/signal_channel.h"
+#include "sys/error.h"
+#include "sys/pidfd.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+extern char** environ;
+
+namespace doorbell {
+
+namespace {
+
+ExitStatus from_siginfo(const siginfo_t& info) {
+  ExitStatus status;
+  switch (info.si_code) {
+    case CLD_EXITED:
+      status.kind = ExitStatus::Kind::exited;
+      break;
+    case CLD_DUMPED:
+      status.kind = ExitStatus::Kind::dumped;
+      break;
+    default:
+      status.kind = ExitStatus::Kind::killed;
+      break;
+  }
+  status.value = info.si_status;
+  return status;
+}
+
+// RAII for the spawn attributes.
+struct SpawnSetup {
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_t actions;
+  SpawnSetup() {
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&actions);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+};
+
+}  // namespace
+
+std::string ExitStatus::describe() const {
+  switch (kind) {
+    case Kind::exited:
+      return "exited with " + std::to_string(value);
+    case Kind::killed:
+      return "killed by " + signal_name(value);
+    case Kind::dumped:
+      return "killed by " + signal_name(value) + " (core dumped)";
+  }
+  return "?";
+}
+
+ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
+                                 const SpawnOptions& options) {
+  if (argv.empty()) throw std::invalid_argument("ChildProcess::spawn: empty argv");
+  SpawnSetup setup;
+  // An empty mask and the default disposition for every signal. SETSIGDEF
+  // with a full set: the kernel ignores SIGKILL/SIGSTOP there anyway.
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigset_t all;
+  sigfillset(&all);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  posix_spawnattr_setsigmask(&setup.attr, &empty);
+  posix_spawnattr_setsigdefault(&setup.attr, &all);
+  if (options.new_process_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setpgroup(&setup.attr, 0);
+  }
+  posix_spawnattr_setflags(&setup.attr, flags);
+  const int fds[3] = {options.stdin_fd, options.stdout_fd, options.stderr_fd};
+  for (int target = 0; target < 3; ++target) {
+    if (fds[target] >= 0) posix_spawn_file_actions_adddup2(&setup.actions, fds[target], target);
+  }
+
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> env;
+  if (options.environment) {
+    for (const auto& e : *options.environment) env.push_back(const_cast<char*>(e.c_str()));
+    env.push_back(nullptr);
+  }
+  char* const* envp = options.environment ? env.data() : environ;
+
+  pid_t pid = -1;
+  const int rc = options.search_path
+                     ? ::posix_spawnp(&pid, args[0], &setup.actions, &setup.attr, args.data(), envp)
+                     : ::posix_spawn(&pid, args[0], &setup.actions, &setup.attr, args.data(), envp);
+  if (rc != 0) sys::throw_errno(rc, "ChildProcess::spawn " + argv[0]);
+
+  // The child cannot be reaped by anyone but us yet, so its PID is still
+  // its own: the pidfd refers to the right process.
+  int pidfd = -1;
+  try {
+    pidfd = sys::pidfd_open(pid).release();
+  } catch (const std::system_error& e) {
+    if (e.code().value() != ENOSYS) {
+      ::kill(pid, SIGKILL);
+      int ignored;
+      while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
+      }
+      throw;
+    }
+  }
+  return ChildProcess(pid, pidfd);
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_), pidfd_(other.pidfd_), status_(other.status_) {
+  other.pid_ = -1;
+  other.pidfd_ = -1;
+  other.status_.reset();
+}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    release();
+    pid_ = other.pid_;
+    pidfd_ = other.pidfd_;
+    status_ = other.status_;
+    other.pid_ = -1;
+    other.pidfd_ = -1;
+    other.status_.reset();
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() {
+  release();
+}
+
+void ChildProcess::release() noexcept {
+  if (pid_ > 0 && !status_) {
+    if (pidfd_ >= 0)
+      sys::pidfd_send_signal(pidfd_, SIGKILL);
+    else
+      ::kill(pid_, SIGKILL);
+    try {
+      wait();
+    } catch (...) {
+      // The child was reaped by someone else (waitpid(-1)): nothing left.
+    }
+  }
+  if (pidfd_ >= 0) ::close(pidfd_);
+  pidfd_ = -1;
+  pid_ = -1;
+}
+
+bool ChildProcess::send_signal(int signo) {
+  if (signo <= 0 || signo > SIGRTMAX) {
+    throw std::invalid_argument("ChildProcess::send_signal: bad signal " + std::to_string(signo));
+  }
+  if (pid_ <= 0 || status_) return false;
+  const int rc =
+      pidfd_ >= 0 ? sys::pidfd_send_signal(pidfd_, signo) : (::kill(pid_, signo) == 0 ? 0 : -errno);
+  if (rc == 0) return true;
+  if (rc == -ESRCH) return false;
+  sys::throw_errno(-rc, "ChildProcess::send_signal " + signal_name(signo));
+}
+
+std::optional<ExitStatus> ChildProcess::try_wait() {
+  if (status_) return status_;
+  if (pid_ <= 0) throw std::logic_error("ChildProcess::try_wait: no child");
+  siginfo_t info{};
+  int rc;
+  do {
+    rc = pidfd_ >= 0 ? ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info,
+                                WEXITED | WNOHANG)
+                     : ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) sys::throw_errno("ChildProcess::try_wait: waitid");
+  if (info.si_pid == 0) return std::nullopt;  // still running
+  status_ = from_siginfo(info);
+  return status_;
+}
+
+ExitStatus ChildProcess::wait() {
+  if (status_) return *status_;
+  if (pid_ <= 0) throw std::logic_error("ChildProcess::wait: no child");
+  siginfo_t info{};
+  int rc;
+  do {
+    rc = pidfd_ >= 0
+             ? ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info, WEXITED)
+             : ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) sys::throw_errno("ChildProcess::wait: waitid");
+  status_ = from_siginfo(info);
+  return *status_;
+}
+
+std::optional<ExitStatus> ChildProcess::wait_for(std::chrono::nanoseconds timeout) {
+  if (auto status = try_wait()) return status;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return try_wait();
+    if (pidfd_ >= 0) {
+      pollfd p{pidfd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+        sys::throw_errno("ChildProcess::wait_for: poll");
+      }
+    } else {
+      ::usleep(1000);  // no pidfd: poll the status every millisecond
+    }
+    if (auto status = try_wait()) return status;
+  }
+}
+
+}  // namespace doorbell

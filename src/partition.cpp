@@ -1,0 +1,668 @@
+// The partition scheduler's run loop. The contract is in
+// include/doorbell/partition.h; the guardian is in partition_guardian.cpp.
+//
+// One thread does everything: it sleeps on a timerfd armed at the next
+// absolute boundary, and while it sleeps it watches
+//   - a signalfd for SIGCHLD (a partition stopped or exited: waitid by pidfd
+//     tells which; SIGCHLD coalesces, so every pending partition is checked
+//     on each wake-up),
+//   - the cgroup.events file of each partition whose v2 freeze is pending
+//     (POLLPRI when "frozen" changes),
+//   - an eventfd that request_stop() writes.
+// What has no notification (a pending first run after resume, the v1
+// freezer's state) is polled every kPollNs while it is pending.
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <memory>
+
+#include "doorbell/partition.h"
+#include "doorbell/thread_broadcast.h"
+#include "partition_guardian.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/pidfd.h"
+#include "sys/proc.h"
+
+extern char** environ;
+
+namespace doorbell::partition {
+namespace {
+
+constexpr int64_t kPollNs = 20'000;
+// How long the end of a run waits for the last suspension to be measured.
+constexpr int64_t kFinalStopWaitNs = 200'000'000;
+
+int64_t now_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+timespec to_timespec(int64_t ns) noexcept {
+  return timespec{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+}
+
+int64_t cpu_time_ns(clockid_t clock) noexcept {
+  timespec ts;
+  if (clock_gettime(clock, &ts) != 0) return -1;
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Finds an executable the way execvp would, in the parent, so that a missing
+// command is a clear error before anything starts.
+std::string resolve_command(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string list = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    std::string dir = list.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string describe_exit(int code, int status) {
+  if (code == CLD_EXITED) return "exited " + std::to_string(status);
+  const char* name = sigabbrev_np(status);
+  return std::string(code == CLD_DUMPED ? "dumped core on SIG" : "killed by SIG") +
+         (name ? name : std::to_string(status).c_str());
+}
+
+// SIGSTOP to every thread (thread_broadcast.h: tgkill each, re-listing while
+// threads appear). A process that is gone meanwhile is not an error here: its
+// exit arrives through waitid.
+void stop_all_threads(pid_t tgid) noexcept {
+  try {
+    doorbell::stop_every_thread(tgid);
+  } catch (...) {
+  }
+}
+
+// True when every thread of pid is in state 'T' (or 't'), per /proc.
+bool every_thread_stopped(pid_t pid) noexcept {
+  try {
+    return doorbell::all_threads_stopped(pid);
+  } catch (...) {
+    return false;
+  }
+}
+
+struct Partition {
+  const PartitionSpec* spec = nullptr;
+  std::size_t index = 0;
+  pid_t pid = -1;
+  sys::UniqueFd pidfd;
+  clockid_t cpu_clock = 0;
+  bool alive = false;
+  std::unique_ptr<CgroupFreezer> cgroup;
+  std::string exec_path;
+  sys::UniqueFd exec_error;  // read end; the child writes errno if exec fails
+  long current_record = -1;
+  long pending_stop = -1;  // record awaiting "every thread stopped"
+  long pending_run = -1;   // record awaiting the first run after resume
+  int64_t cpu_baseline = 0;
+};
+
+class Run {
+ public:
+  Run(const Schedule& schedule, const RunOptions& options, int stop_fd)
+      : schedule_(schedule), options_(options), stop_fd_(stop_fd) {}
+  ~Run() { cleanup(); }
+
+  RunReport execute();
+
+ private:
+  void set_up();
+  void spawn(Partition& p);
+  void initial_suspend(Partition& p);
+  void suspend(Partition& p) noexcept;
+  void resume(Partition& p) noexcept;
+  // Waits until deadline_ns, handling events. False when a stop was asked.
+  bool wait_until(int64_t deadline_ns);
+  void check_partitions() noexcept;
+  void on_exit(Partition& p, const siginfo_t& info);
+  void check_freezers() noexcept;
+  void check_first_runs() noexcept;
+  bool anything_pending() const noexcept;
+  bool needs_polling() const noexcept;
+  void cleanup() noexcept;
+
+  const Schedule& schedule_;
+  const RunOptions& options_;
+  int stop_fd_;
+  RunReport report_;
+  detail::Guardian guardian_;
+  std::vector<Partition> partitions_;
+  std::unique_ptr<CgroupFreezer> keeper_;
+  sys::UniqueFd timer_;
+  sys::UniqueFd signal_fd_;
+  sigset_t old_mask_{};
+  bool mask_changed_ = false;
+  int old_policy_ = -1;
+  sched_param old_param_{};
+  bool stop_requested_ = false;
+  bool stop_schedule_ = false;
+  bool cleaned_ = false;
+  SuspendMethod effective_method_ = SuspendMethod::sigstop;
+};
+
+void Run::set_up() {
+  report_.method = method_name(schedule_.method);
+  report_.overrun_threshold_ns = schedule_.overrun_threshold_ns;
+  report_.verify_stopped = options_.verify_stopped && schedule_.method != SuspendMethod::freezer;
+  partitions_.resize(schedule_.partitions.size());
+  for (std::size_t i = 0; i < partitions_.size(); ++i) {
+    partitions_[i].spec = &schedule_.partitions[i];
+    partitions_[i].index = i;
+    if (!partitions_[i].spec->entry) {
+      partitions_[i].exec_path = resolve_command(partitions_[i].spec->command[0]);
+      if (partitions_[i].exec_path.empty())
+        throw ScheduleError(partitions_[i].spec->line,
+                            "partition '" + partitions_[i].spec->name + "': command '" +
+                                partitions_[i].spec->command[0] + "' not found or not executable");
+    }
+  }
+
+  guardian_ = detail::Guardian::start();
+
+  SuspendMethod method = schedule_.method;
+  if (method == SuspendMethod::freezer) {
+    const FreezerAvailability where = probe_freezers(schedule_.freezer);
+    if (where.v2_parent.empty() && where.v1_parent.empty()) {
+      report_.warnings.push_back("no cgroup freezer (v2: " + where.v2_why_not + "; v1: " +
+                                 where.v1_why_not + "); falling back to sigstop-all-threads");
+      method = SuspendMethod::sigstop_all_threads;
+      report_.method = method_name(method);
+      report_.verify_stopped = options_.verify_stopped;
+    }
+  }
+  effective_method_ = method;
+
+  const std::string prefix = "doorbell-" + std::to_string(::getpid()) + "-";
+  for (Partition& p : partitions_) {
+    if (method == SuspendMethod::freezer) {
+      p.cgroup = std::make_unique<CgroupFreezer>(
+          CgroupFreezer::create(prefix + p.spec->name, schedule_.freezer));
+      guardian_.watch_cgroup(p.cgroup->path(), p.cgroup->version() == FreezerVersion::v1);
+      report_.freezer_version = freezer_version_name(p.cgroup->version());
+      if (!p.cgroup->fallback_reason().empty() && &p == &partitions_.front())
+        report_.warnings.push_back(p.cgroup->fallback_reason());
+      if (p.cgroup->version() == FreezerVersion::v1 && !keeper_) {
+        // The v1 static key (cgroup_freezer.h): keep one empty cgroup frozen.
+        FreezerOptions v1 = schedule_.freezer;
+        v1.preference = FreezerPreference::v1_only;
+        keeper_ = std::make_unique<CgroupFreezer>(CgroupFreezer::create(prefix + "keeper", v1));
+        guardian_.watch_cgroup(keeper_->path(), true);
+        if (keeper_->freeze() < 0)
+          report_.warnings.push_back(
+              "could not freeze the v1 keeper cgroup: v1 freezes will be "
+              "slow (static key)");
+      }
+    }
+    spawn(p);
+    initial_suspend(p);
+  }
+
+  // SIGCHLD through a signalfd, blocked in this thread only.
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (pthread_sigmask(SIG_BLOCK, &chld, &old_mask_) != 0) sys::throw_errno("pthread_sigmask");
+  mask_changed_ = true;
+  signal_fd_.reset(::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!signal_fd_) sys::throw_errno("signalfd(SIGCHLD)");
+  timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!timer_) sys::throw_errno("timerfd_create");
+
+  if (options_.fifo_priority > 0) {
+    old_policy_ = ::sched_getscheduler(0);
+    ::sched_getparam(0, &old_param_);
+    sched_param param{};
+    param.sched_priority = options_.fifo_priority;
+    if (::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0) {
+      report_.fifo = true;
+    } else {
+      report_.warnings.push_back(std::string("could not switch to SCHED_FIFO (") +
+                                 std::strerror(errno) +
+                                 "): the scheduler's own wake-ups may be late under load");
+      old_policy_ = -1;
+    }
+  }
+}
+
+void Run::spawn(Partition& p) {
+  const PartitionSpec& spec = *p.spec;
+  // Everything the child needs is built before fork: no allocation after it.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    bool overridden = false;
+    for (const auto& [key, value] : spec.environment)
+      if (entry.compare(0, key.size() + 1, key + "=") == 0) overridden = true;
+    if (!overridden) env_strings.push_back(entry);
+  }
+  for (const auto& [key, value] : spec.environment) env_strings.push_back(key + "=" + value);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.command;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : spec.cpus) CPU_SET(cpu, &cpus);
+
+  int error_pipe[2];
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) sys::throw_errno("pipe2");
+  sys::UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) sys::throw_errno("fork partition " + spec.name);
+  if (pid == 0) {
+    ::close(error_pipe[0]);
+    ::setpgid(0, 0);
+    // Until the scheduler has handed our pidfd to the guardian, our parent's
+    // death must take us with it: nobody else knows we exist.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(126);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (!spec.cpus.empty()) ::sched_setaffinity(0, sizeof cpus, &cpus);
+    if (spec.nice && ::setpriority(PRIO_PROCESS, 0, *spec.nice) != 0) ::_exit(125);
+    // Start suspended: the first window's resume lets us go on.
+    ::kill(::getpid(), SIGSTOP);
+    ::prctl(PR_SET_PDEATHSIG, 0);
+    if (spec.entry) {
+      ::syscall(SYS_close_range, 3u, ~0u, 0u);
+      ::_exit(spec.entry());
+    }
+    ::execve(p.exec_path.c_str(), argv.data(), envp.data());
+    const int error = errno;
+    while (::write(error_pipe[1], &error, sizeof error) < 0 && errno == EINTR) {
+    }
+    ::_exit(127);
+  }
+  error_write.reset();
+  p.pid = pid;
+  p.exec_error = std::move(error_read);
+  p.pidfd = sys::pidfd_open(pid);  // our unreaped child: the PID cannot be reused
+  p.alive = true;
+  report_.pids.push_back(pid);
+  guardian_.watch_partition(p.pidfd.get(), schedule_.on_scheduler_exit == OnSchedulerExit::kill);
+  if (clock_getcpuclockid(pid, &p.cpu_clock) != 0) sys::throw_errno("clock_getcpuclockid");
+}
+
+void Run::initial_suspend(Partition& p) {
+  siginfo_t info{};
+  for (;;) {
+    if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WSTOPPED | WEXITED) == 0)
+      break;
+    if (errno != EINTR) sys::throw_errno("waitid for partition " + p.spec->name);
+  }
+  if (info.si_code != CLD_STOPPED) {
+    p.alive = false;
+    if (info.si_code == CLD_EXITED && info.si_status == 125)
+      throw std::system_error(EPERM, std::generic_category(),
+                              "partition " + p.spec->name + ": setpriority(nice " +
+                                  std::to_string(p.spec->nice.value_or(0)) + ") failed");
+    throw std::system_error(ECHILD, std::generic_category(),
+                            "partition " + p.spec->name + " " +
+                                describe_exit(info.si_code, info.si_status) + " before starting");
+  }
+  if (effective_method_ == SuspendMethod::freezer) {
+    // Stopped -> frozen: join the cgroup, freeze it, then SIGCONT. A frozen
+    // task that gets SIGCONT stays frozen (it wakes only to trap again).
+    p.cgroup->add(p.pid);
+    if (const int r = p.cgroup->freeze(); r < 0) sys::throw_errno(-r, "freeze " + p.cgroup->path());
+    const int64_t give_up = now_ns() + 2'000'000'000;
+    while (!p.cgroup->is_frozen()) {
+      if (now_ns() > give_up)
+        throw std::system_error(ETIMEDOUT, std::generic_category(),
+                                "cgroup " + p.cgroup->path() + " did not freeze within 2 s");
+      ::usleep(100);
+    }
+    sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
+  }
+}
+
+void Run::suspend(Partition& p) noexcept {
+  switch (effective_method_) {
+    case SuspendMethod::sigstop:
+      sys::pidfd_send_signal(p.pidfd.get(), SIGSTOP);
+      break;
+    case SuspendMethod::sigstop_all_threads:
+      stop_all_threads(p.pid);
+      break;
+    case SuspendMethod::freezer:
+      p.cgroup->freeze();
+      break;
+  }
+}
+
+void Run::resume(Partition& p) noexcept {
+  if (effective_method_ == SuspendMethod::freezer) {
+    p.cgroup->thaw();
+  } else {
+    sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
+  }
+}
+
+bool Run::anything_pending() const noexcept {
+  for (const Partition& p : partitions_)
+    if (p.pending_stop >= 0 || p.pending_run >= 0) return true;
+  return false;
+}
+
+bool Run::needs_polling() const noexcept {
+  for (const Partition& p : partitions_) {
+    // Notifications exist for stops (SIGCHLD; cgroup.events POLLPRI), but
+    // the v2 one comes from a kernel work item that a loaded machine runs
+    // late, and SIGCHLD may have SA_NOCLDSTOP: poll as well while pending.
+    if (p.pending_run >= 0 || p.pending_stop >= 0) return true;
+  }
+  return false;
+}
+
+void Run::on_exit(Partition& p, const siginfo_t& info) {
+  p.alive = false;
+  PartitionExit exit;
+  exit.partition = p.index;
+  exit.time_ns = now_ns();
+  exit.code = info.si_code;
+  exit.status = info.si_status;
+  exit.reason = describe_exit(info.si_code, info.si_status);
+  int exec_errno = 0;
+  if (p.exec_error && ::read(p.exec_error.get(), &exec_errno, sizeof exec_errno) ==
+                          static_cast<ssize_t>(sizeof exec_errno))
+    exit.reason = std::string("exec failed: ") + std::strerror(exec_errno);
+  for (long* pending : {&p.pending_stop, &p.pending_run, &p.current_record}) {
+    if (*pending >= 0) report_.windows[*pending].partition_gone = true;
+    *pending = -1;
+  }
+  report_.exits.push_back(exit);
+  if (schedule_.on_partition_exit == OnPartitionExit::stop_schedule) stop_schedule_ = true;
+}
+
+void Run::check_partitions() noexcept {
+  for (Partition& p : partitions_) {
+    if (!p.alive) continue;
+    for (;;) {
+      siginfo_t info{};
+      if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
+                   WSTOPPED | WEXITED | WNOHANG) != 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (info.si_pid == 0) break;
+      if (info.si_code == CLD_STOPPED) {
+        if (p.pending_stop >= 0 && !p.cgroup) {
+          WindowRecord& record = report_.windows[p.pending_stop];
+          record.stopped_ns = now_ns();
+          record.cpu_after_end_ns = cpu_time_ns(p.cpu_clock) - record.cpu_at_suspend_ns;
+          record.verified = options_.verify_stopped && every_thread_stopped(p.pid);
+          p.pending_stop = -1;
+        }
+        continue;
+      }
+      if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
+        on_exit(p, info);
+        break;
+      }
+    }
+  }
+}
+
+void Run::check_freezers() noexcept {
+  for (Partition& p : partitions_) {
+    if (p.pending_stop < 0 || !p.cgroup) continue;
+    if (p.cgroup->is_frozen()) {
+      WindowRecord& record = report_.windows[p.pending_stop];
+      record.stopped_ns = now_ns();
+      record.cpu_after_end_ns = cpu_time_ns(p.cpu_clock) - record.cpu_at_suspend_ns;
+      record.verified = true;
+      p.pending_stop = -1;
+    }
+  }
+}
+
+void Run::check_first_runs() noexcept {
+  for (Partition& p : partitions_) {
+    if (p.pending_run < 0) continue;
+    const int64_t cpu = cpu_time_ns(p.cpu_clock);
+    if (cpu > p.cpu_baseline) {
+      report_.windows[p.pending_run].first_run_ns = now_ns();
+      p.pending_run = -1;
+    }
+  }
+}
+
+bool Run::wait_until(int64_t deadline_ns) {
+  itimerspec spec{};
+  spec.it_value = to_timespec(deadline_ns);
+  if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
+    sys::fatal("timerfd_settime", errno);
+  for (;;) {
+    pollfd fds[3 + 256];
+    nfds_t n = 0;
+    fds[n++] = {timer_.get(), POLLIN, 0};
+    fds[n++] = {signal_fd_.get(), POLLIN, 0};
+    fds[n++] = {stop_fd_, POLLIN, 0};
+    for (const Partition& p : partitions_)
+      if (p.pending_stop >= 0 && p.cgroup && p.cgroup->event_fd() >= 0 && n < 259)
+        fds[n++] = {p.cgroup->event_fd(), POLLPRI, 0};
+    const timespec poll_interval = to_timespec(kPollNs);
+    const int ready = ::ppoll(fds, n, needs_polling() ? &poll_interval : nullptr, nullptr);
+    if (ready < 0 && errno != EINTR) sys::fatal("ppoll", errno);
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo ignored;
+      while (::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
+      }
+    }
+    check_partitions();
+    check_freezers();
+    check_first_runs();
+    if (fds[2].revents & POLLIN) {
+      stop_requested_ = true;
+      return false;
+    }
+    if (stop_schedule_) return false;
+    if (fds[0].revents & POLLIN) {
+      uint64_t expirations;
+      while (::read(timer_.get(), &expirations, sizeof expirations) < 0 && errno == EINTR) {
+      }
+      return true;
+    }
+    if (now_ns() >= deadline_ns) return true;  // belt and braces
+  }
+}
+
+RunReport Run::execute() {
+  set_up();
+  const int64_t frame = schedule_.major_frame_ns;
+  int64_t frames = options_.frames.value_or(0);
+  if (options_.duration_ns)
+    frames = std::max<int64_t>(1, (*options_.duration_ns + frame - 1) / frame);
+  if (frames <= 0) frames = INT64_MAX;
+
+  // Boundaries within a frame: at each offset, the window that ends there
+  // (stopped first) and the window that starts there.
+  struct Instant {
+    long stop = -1, start = -1;
+  };
+  std::map<int64_t, Instant> instants;
+  for (std::size_t i = 0; i < schedule_.windows.size(); ++i) {
+    const WindowSpec& w = schedule_.windows[i];
+    instants[w.offset_ns].start = static_cast<long>(i);
+    instants[w.offset_ns + w.duration_ns].stop = static_cast<long>(i);
+  }
+
+  const int64_t start = now_ns() + options_.start_delay_ns;
+  report_.start_ns = start;
+  bool go_on = true;
+  for (int64_t f = 0; f < frames && go_on; ++f) {
+    for (const auto& [offset, instant] : instants) {
+      const int64_t at = start + f * frame + offset;
+      if (!wait_until(at)) {
+        go_on = false;
+        break;
+      }
+      if (instant.stop >= 0) {
+        Partition& p = partitions_[schedule_.windows[instant.stop].partition_index];
+        if (p.current_record >= 0 && p.alive) {
+          WindowRecord& record = report_.windows[p.current_record];
+          if (p.pending_run >= 0) p.pending_run = -1;  // never seen running
+          record.cpu_at_suspend_ns = cpu_time_ns(p.cpu_clock);
+          record.suspend_requested_ns = now_ns();
+          suspend(p);
+          p.pending_stop = p.current_record;
+          p.current_record = -1;
+        }
+      }
+      if (instant.start >= 0) {
+        const WindowSpec& w = schedule_.windows[instant.start];
+        Partition& p = partitions_[w.partition_index];
+        WindowRecord record;
+        record.frame = f;
+        record.window = static_cast<std::size_t>(instant.start);
+        record.partition = w.partition_index;
+        record.nominal_start_ns = start + f * frame + w.offset_ns;
+        record.nominal_end_ns = record.nominal_start_ns + w.duration_ns;
+        record.partition_gone = !p.alive;
+        report_.windows.push_back(record);
+        if (p.alive) {
+          const long index = static_cast<long>(report_.windows.size() - 1);
+          p.cpu_baseline = cpu_time_ns(p.cpu_clock);
+          const int64_t resume_at = now_ns();
+          if (p.pending_stop >= 0) {
+            // Its previous window's suspension never completed: it ran all
+            // the way to this window. The resume cancels the stop.
+            WindowRecord& previous = report_.windows[p.pending_stop];
+            previous.never_stopped = true;
+            previous.stopped_ns = resume_at;
+            previous.cpu_after_end_ns = p.cpu_baseline - previous.cpu_at_suspend_ns;
+            p.pending_stop = -1;
+          }
+          report_.windows[index].resume_requested_ns = resume_at;
+          resume(p);
+          p.current_record = index;
+          p.pending_run = index;
+        }
+      }
+      check_freezers();
+    }
+    if (go_on) report_.frames = f + 1;
+  }
+  report_.stopped_early = stop_requested_ || stop_schedule_;
+
+  // Measure the last suspensions (the frame's final boundary was processed).
+  const int64_t give_up = now_ns() + kFinalStopWaitNs;
+  while (anything_pending() && now_ns() < give_up) {
+    for (Partition& p : partitions_) p.pending_run = -1;
+    bool any_stop = false;
+    for (const Partition& p : partitions_) any_stop |= p.pending_stop >= 0;
+    if (!any_stop) break;
+    if (!wait_until(std::min(give_up, now_ns() + 1'000'000))) break;
+  }
+  cleanup();
+  report_.summaries = summarize(schedule_, report_);
+  return std::move(report_);
+}
+
+void Run::cleanup() noexcept {
+  if (cleaned_) return;
+  cleaned_ = true;
+  if (old_policy_ >= 0) ::sched_setscheduler(0, old_policy_, &old_param_);
+  const bool kill_them = schedule_.on_scheduler_exit == OnSchedulerExit::kill;
+  for (Partition& p : partitions_) {
+    if (!p.alive) continue;
+    if (kill_them) {
+      // SIGKILL first, then thaw: no user code runs in between.
+      sys::pidfd_send_signal(p.pidfd.get(), SIGKILL);
+      if (p.cgroup) p.cgroup->thaw();
+      siginfo_t info{};
+      while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WEXITED) != 0 &&
+             errno == EINTR) {
+      }
+      p.alive = false;
+    } else {
+      if (p.cgroup) p.cgroup->thaw();
+      sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
+    }
+  }
+  for (Partition& p : partitions_) {
+    if (!p.cgroup) continue;
+    try {
+      p.cgroup->remove();
+    } catch (const std::exception& e) {
+      report_.warnings.push_back(e.what());
+    }
+  }
+  if (keeper_) {
+    try {
+      keeper_->remove();
+    } catch (const std::exception& e) {
+      report_.warnings.push_back(e.what());
+    }
+  }
+  if (signal_fd_) {
+    signalfd_siginfo ignored;
+    while (::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
+    }
+  }
+  if (mask_changed_) pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  mask_changed_ = false;
+  guardian_.finish();
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Schedule schedule) : schedule_(std::move(schedule)) {
+  validate(schedule_);
+  stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (stop_fd_ < 0) sys::throw_errno("eventfd");
+}
+
+Scheduler::~Scheduler() {
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+}
+
+RunReport Scheduler::run(const RunOptions& options) {
+  Run run(schedule_, options, stop_fd_);
+  return run.execute();
+}
+
+void Scheduler::request_stop() noexcept {
+  const uint64_t one = 1;
+  // eventfd write is async-signal-safe; EAGAIN means a stop is already queued.
+  while (::write(stop_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace doorbell::partition

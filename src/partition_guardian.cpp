@@ -1,0 +1,285 @@
+#include "partition_guardian.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "sys/error.h"
+#include "sys/pidfd.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+namespace doorbell::detail {
+namespace {
+
+enum : int { kPartition = 1, kCgroup = 2 };
+constexpr int kMaxPartitions = 256;
+constexpr int kMaxCgroups = 260;
+constexpr int kPathMax = 512;
+
+struct Message {
+  int kind;
+  int flag;  // partition: kill on exit; cgroup: v1
+  char path[kPathMax];
+};
+
+// The guardian's whole state, static so that nothing is allocated after fork.
+struct State {
+  int pidfds[kMaxPartitions];
+  bool kill[kMaxPartitions];
+  int partitions;
+  char cgroups[kMaxCgroups][kPathMax];
+  bool v1[kMaxCgroups];
+  int cgroup_count;
+};
+State g_state;
+
+void sleep_ms(int ms) noexcept {
+  timespec ts{0, ms * 1000000L};
+  while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+// Builds dir + "/" + leaf into out; false when it does not fit.
+bool join(char* out, const char* dir, const char* leaf) noexcept {
+  const size_t a = std::strlen(dir), b = std::strlen(leaf);
+  if (a + 1 + b + 1 > static_cast<size_t>(kPathMax)) return false;
+  std::memcpy(out, dir, a);
+  out[a] = '/';
+  std::memcpy(out + a + 1, leaf, b + 1);
+  return true;
+}
+
+void write_text(const char* path, const char* text, size_t length) noexcept {
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  while (::write(fd, text, length) < 0 && errno == EINTR) {
+  }
+  ::close(fd);
+}
+
+// Reads cgroup.procs of dir; moves every pid listed to the parent cgroup.
+// Returns how many were listed.
+int move_to_parent(const char* dir) noexcept {
+  char path[kPathMax];
+  if (!join(path, dir, "cgroup.procs")) return 0;
+  char parent[kPathMax];
+  std::strcpy(parent, dir);
+  char* slash = std::strrchr(parent, '/');
+  if (slash == nullptr) return 0;
+  *slash = '\0';
+  char parent_procs[kPathMax];
+  if (!join(parent_procs, parent, "cgroup.procs")) return 0;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  static char buffer[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer - 1)) < 0 && errno == EINTR) {
+  }
+  ::close(fd);
+  if (n <= 0) return 0;
+  buffer[n] = '\0';
+  int listed = 0;
+  char* line = buffer;
+  while (*line != '\0') {
+    char* end = std::strchr(line, '\n');
+    const size_t length = end ? static_cast<size_t>(end - line) : std::strlen(line);
+    if (length > 0) {
+      write_text(parent_procs, line, length);
+      ++listed;
+    }
+    if (end == nullptr) break;
+    line = end + 1;
+  }
+  return listed;
+}
+
+[[noreturn]] void guardian_main(int socket_fd) noexcept {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU})
+    ::signal(sig, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Keep only the socket (and stderr for the rare message).
+  if (socket_fd != 3) {
+    if (::dup2(socket_fd, 3) < 0) ::_exit(3);
+    socket_fd = 3;
+  }
+  ::syscall(SYS_close_range, 4u, ~0u, 0u);
+  const int devnull = ::open("/dev/null", O_RDWR);
+  if (devnull >= 0) {
+    ::dup2(devnull, STDIN_FILENO);
+    ::dup2(devnull, STDOUT_FILENO);
+    if (devnull > 3) ::close(devnull);
+  }
+
+  for (;;) {
+    Message message;
+    char control[CMSG_SPACE(sizeof(int))];
+    iovec iov{&message, sizeof message};
+    msghdr header{};
+    header.msg_iov = &iov;
+    header.msg_iovlen = 1;
+    header.msg_control = control;
+    header.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(socket_fd, &header, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EOF: the scheduler is gone (or finished)
+    if (n != static_cast<ssize_t>(sizeof message)) continue;
+    message.path[kPathMax - 1] = '\0';
+    if (message.kind == kPartition) {
+      int pidfd = -1;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+          std::memcpy(&pidfd, CMSG_DATA(c), sizeof pidfd);
+      if (pidfd >= 0 && g_state.partitions < kMaxPartitions) {
+        g_state.pidfds[g_state.partitions] = pidfd;
+        g_state.kill[g_state.partitions] = message.flag != 0;
+        ++g_state.partitions;
+      } else if (pidfd >= 0) {
+        ::close(pidfd);
+      }
+    } else if (message.kind == kCgroup && g_state.cgroup_count < kMaxCgroups) {
+      std::memcpy(g_state.cgroups[g_state.cgroup_count], message.path, kPathMax);
+      g_state.v1[g_state.cgroup_count] = message.flag != 0;
+      ++g_state.cgroup_count;
+    }
+  }
+
+  // 1. Thaw.
+  for (int i = 0; i < g_state.cgroup_count; ++i) {
+    char path[kPathMax];
+    if (g_state.v1[i]) {
+      if (join(path, g_state.cgroups[i], "freezer.state")) write_text(path, "THAWED", 6);
+    } else {
+      if (join(path, g_state.cgroups[i], "cgroup.freeze")) write_text(path, "0", 1);
+    }
+  }
+  // 2. Continue, and kill where asked. SIGCONT first so that a stopped
+  //    partition left running is really running; SIGKILL works on stopped
+  //    tasks anyway.
+  for (int i = 0; i < g_state.partitions; ++i) {
+    sys::pidfd_send_signal(g_state.pidfds[i], SIGCONT);
+    if (g_state.kill[i]) sys::pidfd_send_signal(g_state.pidfds[i], SIGKILL);
+  }
+  // 3. Remove the cgroups. Killed tasks leave asynchronously: wait up to
+  //    ~200 ms for them, then (or at once, for partitions left running) move
+  //    whatever is inside to the parent cgroup.
+  bool any_left_running = false;
+  for (int i = 0; i < g_state.partitions; ++i) any_left_running |= !g_state.kill[i];
+  for (int i = 0; i < g_state.cgroup_count; ++i) {
+    for (int attempt = 0; attempt < 2000; ++attempt) {
+      if (::rmdir(g_state.cgroups[i]) == 0 || errno == ENOENT || errno != EBUSY) break;
+      if (any_left_running || attempt >= 200) move_to_parent(g_state.cgroups[i]);
+      sleep_ms(1);
+    }
+  }
+  ::_exit(0);
+}
+
+}  // namespace
+
+Guardian Guardian::start() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
+    sys::throw_errno("socketpair for the partition guardian");
+  sys::UniqueFd ours(fds[0]), theirs(fds[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) sys::throw_errno("fork the partition guardian");
+  if (pid == 0) {
+    ::close(fds[0]);
+    // Its own process group: a terminal's Ctrl-C or a test's kill(-pgrp)
+    // aimed at the scheduler's group must not take the guardian with it.
+    ::setpgid(0, 0);
+    guardian_main(fds[1]);
+  }
+  Guardian guardian;
+  guardian.pid_ = pid;
+  guardian.socket_ = std::move(ours);
+  try {
+    guardian.pidfd_ = sys::pidfd_open(pid);
+  } catch (const std::system_error&) {
+    // Without pidfds (Linux < 5.3) finish() falls back to waitpid on the
+    // child's PID, which is safe: it is our unreaped child.
+  }
+  return guardian;
+}
+
+Guardian::Guardian(Guardian&& other) noexcept
+    : socket_(std::move(other.socket_)),
+      pidfd_(std::move(other.pidfd_)),
+      pid_(std::exchange(other.pid_, -1)) {}
+
+Guardian& Guardian::operator=(Guardian&& other) noexcept {
+  if (this != &other) {
+    finish();
+    socket_ = std::move(other.socket_);
+    pidfd_ = std::move(other.pidfd_);
+    pid_ = std::exchange(other.pid_, -1);
+  }
+  return *this;
+}
+
+Guardian::~Guardian() {
+  finish();
+}
+
+void Guardian::watch_partition(int pidfd, bool kill_on_exit) {
+  Message message{};
+  message.kind = kPartition;
+  message.flag = kill_on_exit ? 1 : 0;
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{&message, sizeof message};
+  msghdr header{};
+  header.msg_iov = &iov;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&header);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &pidfd, sizeof pidfd);
+  while (::sendmsg(socket_.get(), &header, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) sys::throw_errno("hand a partition to the guardian");
+  }
+}
+
+void Guardian::watch_cgroup(const std::string& path, bool v1) {
+  Message message{};
+  message.kind = kCgroup;
+  message.flag = v1 ? 1 : 0;
+  if (path.size() >= static_cast<size_t>(kPathMax))
+    throw std::system_error(ENAMETOOLONG, std::generic_category(), "cgroup path " + path);
+  std::memcpy(message.path, path.c_str(), path.size() + 1);
+  while (::send(socket_.get(), &message, sizeof message, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) sys::throw_errno("hand a cgroup to the guardian");
+  }
+}
+
+int Guardian::finish() noexcept {
+  if (pid_ < 0) return 0;
+  socket_.reset();
+  siginfo_t info{};
+  int result;
+  do {
+    result = pidfd_.valid() ? ::waitid(static_cast<idtype_t>(P_PIDFD), pidfd_.get(), &info, WEXITED)
+                            : ::waitid(P_PID, pid_, &info, WEXITED);
+  } while (result != 0 && errno == EINTR);
+  pidfd_.reset();
+  pid_ = -1;
+  if (result != 0) return -1;
+  return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+}
+
+}  // namespace doorbell::detail

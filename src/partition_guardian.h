@@ -1,0 +1,63 @@
+// The partition scheduler's guardian: a forked process that outlives the
+// scheduler just long enough to undo what it did.
+//
+// The scheduler and the guardian share a SOCK_SEQPACKET socket pair. The
+// scheduler sends one record per partition (its pidfd rides along with
+// SCM_RIGHTS, so the guardian never signals a recycled PID) and one per
+// cgroup. When the scheduler's end closes -- it returned, threw, crashed or
+// was SIGKILLed: the kernel closes the descriptor in every case -- recv()
+// returns 0 and the guardian cleans up:
+//   1. thaws every cgroup (v2 cgroup.freeze 0, v1 freezer.state THAWED);
+//   2. SIGCONTs every partition, then SIGKILLs it when asked to;
+//   3. waits (bounded) for killed partitions to leave their cgroups, moves any
+//      process still inside to the parent cgroup, and removes the cgroups.
+// Cleanup is idempotent: after a normal return the scheduler has done all of
+// it already, and the guardian finds nothing to do.
+//
+// The guardian ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT (a terminal's
+// Ctrl-C reaches the whole foreground process group) and uses only system
+// calls after fork, with no allocation, so it is safe to fork from a
+// multi-threaded process. It closes every other descriptor it inherited.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "sys/fd.h"
+
+namespace doorbell::detail {
+
+class Guardian {
+ public:
+  Guardian() = default;
+  Guardian(Guardian&& other) noexcept;
+  Guardian& operator=(Guardian&& other) noexcept;
+  ~Guardian();
+
+  // Forks the guardian. Throws std::system_error.
+  static Guardian start();
+
+  bool running() const noexcept { return socket_.valid(); }
+  pid_t pid() const noexcept { return pid_; }
+  // The scheduler's end of the socket: children must not inherit it (it is
+  // close-on-exec; a forked child that does not exec must close it).
+  int socket_fd() const noexcept { return socket_.get(); }
+
+  // Hands a partition's pidfd to the guardian. kill_on_exit: SIGKILL it when
+  // the scheduler ends; else SIGCONT only. Throws std::system_error.
+  void watch_partition(int pidfd, bool kill_on_exit);
+  // Hands a cgroup directory (freezer v1 when v1) to the guardian.
+  void watch_cgroup(const std::string& path, bool v1);
+
+  // Closes the socket and waits for the guardian to finish its cleanup.
+  // Returns its exit status (0: clean).
+  int finish() noexcept;
+
+ private:
+  sys::UniqueFd socket_;
+  sys::UniqueFd pidfd_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace doorbell::detail

@@ -1,0 +1,296 @@
+// SignalChannel: the parts common to both mechanisms. See
+// include/doorbell/signal_channel.h for the contract and
+// signal_channel_backend.h for the seam.
+#include "doorbell/signal_channel.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "signal_channel_backend.h"
+#include "sys/error.h"
+#include "sys/proc.h"
+
+namespace doorbell {
+
+namespace detail {
+namespace {
+
+// Written only by the fork hook in a fresh child (one thread at that
+// point), read by any thread: relaxed is enough, the value only changes
+// where nobody else runs.
+std::atomic<std::uint64_t> g_fork_generation{0};
+thread_local sigset_t t_mask_before_fork;
+
+// Around fork() every signal is blocked in the forking thread, so that the
+// child cannot run one of our handlers before the child hook has put the
+// old dispositions back (Go does the same in syscall.forkExec).
+void before_fork() noexcept {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &t_mask_before_fork);
+}
+void after_fork_in_parent() noexcept {
+  pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
+}
+void after_fork_in_child() noexcept {
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+  handler_backend_after_fork_in_child();
+  pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
+}
+
+}  // namespace
+
+std::uint64_t fork_generation() noexcept {
+  return g_fork_generation.load(std::memory_order_relaxed);
+}
+
+void install_fork_hooks() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const int rc = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+    if (rc != 0) sys::throw_errno(rc, "pthread_atfork");
+  });
+}
+
+namespace {
+// Every thread's state, or the first problem found. `want_blocked`: each
+// signal must be blocked in every thread; otherwise each must be unblocked
+// in at least one.
+std::string check_masks(const std::vector<int>& signals, bool want_blocked) {
+  const pid_t pid = ::getpid();
+  std::vector<bool> unblocked_somewhere(signals.size(), false);
+  for (const pid_t tid : sys::list_threads(pid)) {
+    const auto state = sys::read_thread_signal_state(pid, tid);
+    if (!state) continue;  // exited meanwhile
+    for (std::size_t i = 0; i < signals.size(); ++i) {
+      const bool blocked = sigismember(&state->blocked, signals[i]) == 1;
+      if (!blocked) unblocked_somewhere[i] = true;
+      if (want_blocked && !blocked) {
+        return "thread " + std::to_string(tid) + " does not block " + signal_name(signals[i]);
+      }
+    }
+  }
+  if (!want_blocked) {
+    for (std::size_t i = 0; i < signals.size(); ++i) {
+      if (!unblocked_somewhere[i]) {
+        return "every thread blocks " + signal_name(signals[i]) + ", so no handler can run";
+      }
+    }
+  }
+  return {};
+}
+}  // namespace
+
+std::string check_blocked_in_every_thread(const std::vector<int>& signals) {
+  return check_masks(signals, true);
+}
+std::string check_unblocked_in_some_thread(const std::vector<int>& signals) {
+  return check_masks(signals, false);
+}
+
+}  // namespace detail
+
+const char* refused_signal_reason(int signo) noexcept {
+  if (signo <= 0 || signo > SIGRTMAX) return "not a signal number";
+  switch (signo) {
+    case SIGKILL:
+    case SIGSTOP:
+      return "cannot be caught, blocked or ignored";
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGTRAP:
+      return "a synchronous fault must be handled on the faulting thread, not as an event";
+    default:
+      break;
+  }
+  if (signo > 31 && signo < SIGRTMIN) return "reserved by the C library (threads, cancellation)";
+  return nullptr;
+}
+
+std::string signal_name(int signo) {
+  if (signo >= SIGRTMIN && signo <= SIGRTMAX) {
+    if (signo == SIGRTMIN) return "SIGRTMIN";
+    return "SIGRTMIN+" + std::to_string(signo - SIGRTMIN);
+  }
+  if (const char* abbrev = sigabbrev_np(signo)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(signo);
+}
+
+const char* mechanism_name(SignalMechanism mechanism) noexcept {
+  switch (mechanism) {
+    case SignalMechanism::automatic:
+      return "automatic";
+    case SignalMechanism::signalfd:
+      return "signalfd";
+    case SignalMechanism::handler:
+      return "handler";
+  }
+  return "?";
+}
+
+std::string SignalEvent::describe() const {
+  std::string text = signal_name(signal);
+  const char* code_name = nullptr;
+  switch (code) {
+    case SI_USER:
+      code_name = "SI_USER";
+      break;
+    case SI_QUEUE:
+      code_name = "SI_QUEUE";
+      break;
+    case SI_TKILL:
+      code_name = "SI_TKILL";
+      break;
+    case SI_KERNEL:
+      code_name = "SI_KERNEL";
+      break;
+    case SI_TIMER:
+      code_name = "SI_TIMER";
+      break;
+    default:
+      break;
+  }
+  if (signal == SIGCHLD) {
+    switch (code) {
+      case CLD_EXITED:
+        return text + ": child " + std::to_string(sender_pid) + " exited with " +
+               std::to_string(status);
+      case CLD_KILLED:
+      case CLD_DUMPED:
+        return text + ": child " + std::to_string(sender_pid) + " killed by " +
+               signal_name(status) + (code == CLD_DUMPED ? " (core dumped)" : "");
+      case CLD_STOPPED:
+        return text + ": child " + std::to_string(sender_pid) + " stopped";
+      case CLD_CONTINUED:
+        return text + ": child " + std::to_string(sender_pid) + " continued";
+      default:
+        break;
+    }
+  }
+  text += " from pid " + std::to_string(sender_pid) + " (uid " + std::to_string(sender_uid) + ", " +
+          (code_name != nullptr ? code_name : "code " + std::to_string(code));
+  if (code == SI_QUEUE) text += ", value " + std::to_string(value);
+  text += ")";
+  if (coalesced != 0) text += ", " + std::to_string(coalesced) + " more merged";
+  return text;
+}
+
+sigset_t block_signals_before_threads(const std::vector<int>& signals) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int signo : signals) {
+    if (const char* why = refused_signal_reason(signo)) {
+      throw std::invalid_argument("block_signals_before_threads: " + signal_name(signo) + ": " +
+                                  why);
+    }
+    sigaddset(&set, signo);
+  }
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &set, &previous);
+  return previous;
+}
+
+SignalChannel::SignalChannel(const std::vector<int>& signals, const Options& options) {
+  if (signals.empty()) throw std::invalid_argument("SignalChannel: no signals");
+  for (const int signo : signals) {
+    if (const char* why = refused_signal_reason(signo)) {
+      throw std::invalid_argument("SignalChannel: refusing " + signal_name(signo) + ": " + why);
+    }
+  }
+  if (options.realtime_capacity == 0) {
+    throw std::invalid_argument("SignalChannel: realtime_capacity must be at least 1");
+  }
+  signals_ = signals;
+  std::sort(signals_.begin(), signals_.end());
+  signals_.erase(std::unique(signals_.begin(), signals_.end()), signals_.end());
+
+  detail::install_fork_hooks();
+  fork_generation_ = detail::fork_generation();
+
+  SignalMechanism mechanism = options.mechanism;
+  if (mechanism == SignalMechanism::automatic) {
+    mechanism = detail::check_blocked_in_every_thread(signals_).empty() ? SignalMechanism::signalfd
+                                                                        : SignalMechanism::handler;
+  }
+  if (mechanism == SignalMechanism::signalfd) {
+    backend_ = detail::make_signalfd_backend(signals_);
+  } else {
+    backend_ = detail::make_handler_backend(signals_, options);
+  }
+}
+
+SignalChannel::~SignalChannel() {
+  stop();
+}
+
+int SignalChannel::fd() const noexcept {
+  return backend_->fd();
+}
+
+SignalMechanism SignalChannel::mechanism() const noexcept {
+  return backend_->mechanism();
+}
+
+void SignalChannel::check_fork() const {
+  if (fork_generation_ != detail::fork_generation()) {
+    throw ForkedChannelError(
+        "SignalChannel used in a forked child: it belongs to the parent process; create a new "
+        "channel in the child");
+  }
+}
+
+std::optional<SignalEvent> SignalChannel::try_receive() {
+  check_fork();
+  return backend_->try_receive();
+}
+
+std::optional<SignalEvent> SignalChannel::receive(std::chrono::nanoseconds timeout) {
+  check_fork();
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (auto event = backend_->try_receive()) return event;
+    if (stopped_) return std::nullopt;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() < 0) return std::nullopt;
+    pollfd p{backend_->fd(), POLLIN, 0};
+    const int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    if (rc < 0 && errno != EINTR) sys::throw_errno("SignalChannel::receive: poll");
+    if (rc == 0 && Clock::now() >= deadline) return backend_->try_receive();
+  }
+}
+
+std::size_t SignalChannel::dispatch(const std::function<void(const SignalEvent&)>& handler) {
+  check_fork();
+  std::size_t count = 0;
+  while (auto event = backend_->try_receive()) {
+    ++count;
+    handler(*event);
+  }
+  return count;
+}
+
+void SignalChannel::stop() noexcept {
+  if (stopped_) return;
+  stopped_ = true;
+  // In a forked child the parent's channel is inert: the fork hook already
+  // put the dispositions back, and there is nothing of ours to undo.
+  if (fork_generation_ != detail::fork_generation()) return;
+  backend_->stop();
+}
+
+SignalChannelStats SignalChannel::stats() const noexcept {
+  return backend_->stats();
+}
+
+}  // namespace doorbell

@@ -1,0 +1,411 @@
+// The handler mechanism: a minimal SA_SIGINFO handler records each signal
+// in a lock-free queue and rings an EventNotifier; the consumer reads the
+// queue.
+//
+// Process-wide registry (one per process, guarded by g_mutex except where
+// the handler reads it):
+//
+//   g_cores[64]     the live channels; the handler walks them lock-free.
+//   g_slots[signo]  per signal: how many channels watch it, the disposition
+//                   that was in place before the first one, whether to chain.
+//   g_active        handlers currently inside our code.
+//
+// stop() of the last channel of a signal, in this order:
+//   1. restore the previous disposition: a signal that arrives later goes
+//      there, not to us;
+//   2. unlink the core from g_cores (seq_cst store);
+//   3. wait until g_active is 0. A handler increments g_active (seq_cst)
+//      BEFORE it loads g_cores, so any handler still able to see the core
+//      is counted; one that starts later finds the slot empty.
+// A handler the kernel started before step 1 that finds no channel (it
+// loaded g_cores after step 2) re-sends the signal to its own thread with
+// the same siginfo, so the restored disposition acts on it: the signal is
+// never lost (golang/go#14571).
+//
+// Queue: Vyukov's bounded MPMC array queue (one CAS per push and pop). It
+// never blocks, so it is safe in handlers. Standard signals have at most one
+// record each in the queue (pending[signo] counts the merged ones), so they
+// never overflow; real-time ones are bounded by realtime_capacity and
+// counted when dropped. The wake-up is an EventNotifier (armed handshake):
+// a handler writes the eventfd only when the consumer has found the queue
+// empty and re-armed, so a flood costs one write per drain, not per signal.
+// Records are published with a release store of the
+// cell's sequence and read after an acquire load of it.
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <sched.h>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "doorbell/event_notifier.h"
+#include "signal_channel_backend.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+
+namespace doorbell::detail {
+namespace {
+
+constexpr int kMaxCores = 64;
+constexpr int kMaxSignal = 64;  // SIGRTMAX on Linux
+
+std::uint64_t bit_of(int signo) {
+  return std::uint64_t{1} << (signo - 1);
+}
+
+class HandlerCore {
+ public:
+  HandlerCore(const std::vector<int>& signals, std::size_t realtime_capacity)
+      : realtime_capacity_(realtime_capacity),
+        capacity_(std::bit_ceil(realtime_capacity + 32)),
+        cells_(new Cell[capacity_]) {
+    for (int signo : signals) mask_ |= bit_of(signo);
+    for (std::size_t i = 0; i < capacity_; ++i)
+      cells_[i].sequence.store(i, std::memory_order_relaxed);
+    // Armed from the start: nobody has read fd() yet, so the first event
+    // must write it.
+    notifier_.arm();
+  }
+
+  std::uint64_t mask() const noexcept { return mask_; }
+  int fd() const noexcept { return notifier_.fd(); }
+
+  // In a handler.
+  void record(int signo, const siginfo_t* info) noexcept {
+    signals_.fetch_add(1, std::memory_order_relaxed);
+    if (signo < SIGRTMIN) {
+      // acq_rel: the winner of 0 -> 1 pushes the record; the consumer's
+      // exchange(0) after popping it must see every increment before it.
+      if (pending_[signo].fetch_add(1, std::memory_order_acq_rel) != 0) return;  // merged
+    } else if (realtime_outstanding_.fetch_add(1, std::memory_order_relaxed) >=
+               realtime_capacity_) {
+      realtime_outstanding_.fetch_sub(1, std::memory_order_relaxed);
+      overflowed_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    SignalEvent event;
+    fill_event(event, signo, info);
+    if (!push(event)) overflowed_.fetch_add(1, std::memory_order_relaxed);  // cannot happen
+    wake();
+  }
+
+  // Writes the eventfd only when the consumer is armed (it found the queue
+  // empty and went back to its poller); otherwise one atomic.
+  void wake() noexcept { notifier_.notify(); }
+
+  // Consumer.
+  std::optional<SignalEvent> try_receive() noexcept {
+    SignalEvent event;
+    // While events remain, fd() stays readable: it was written when the
+    // first of them arrived (we were armed) and is drained only below, on
+    // the way to reporting "empty".
+    if (!pop(event)) {
+      for (;;) {
+        // Empty: drain the eventfd (consume(true) reads it whatever the
+        // state, which also clears a late write from a notifier that saw us
+        // armed earlier), then look once more.
+        notifier_.consume(true);
+        if (pop(event)) {
+          // A push raced the drain. More may follow it while nobody is
+          // armed, so make fd() readable again until a later call finds the
+          // queue empty. Rare: one write per such race.
+          const std::uint64_t one = 1;
+          ssize_t n;
+          do n = ::write(notifier_.fd(), &one, sizeof one);
+          while (n < 0 && errno == EINTR);
+          break;
+        }
+        // Arm for the next event; false: a notify() slipped in between, so
+        // look again instead of going to sleep.
+        if (notifier_.arm()) return std::nullopt;
+      }
+    }
+    if (event.signal < SIGRTMIN) {
+      const std::uint64_t merged = pending_[event.signal].exchange(0, std::memory_order_acq_rel);
+      event.coalesced = merged > 0 ? merged - 1 : 0;
+      coalesced_.fetch_add(event.coalesced, std::memory_order_relaxed);
+    } else {
+      realtime_outstanding_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    events_.fetch_add(1, std::memory_order_relaxed);
+    return event;
+  }
+
+  SignalChannelStats stats() const noexcept {
+    return {signals_.load(std::memory_order_relaxed), events_.load(std::memory_order_relaxed),
+            coalesced_.load(std::memory_order_relaxed),
+            overflowed_.load(std::memory_order_relaxed)};
+  }
+
+ private:
+  struct Cell {
+    std::atomic<std::size_t> sequence;
+    SignalEvent event;
+  };
+
+  bool push(const SignalEvent& event) noexcept {
+    std::size_t pos = enqueue_.load(std::memory_order_relaxed);
+    Cell* cell;
+    for (;;) {
+      cell = &cells_[pos & (capacity_ - 1)];
+      const std::size_t seq = cell->sequence.load(std::memory_order_acquire);
+      const auto diff = static_cast<std::ptrdiff_t>(seq) - static_cast<std::ptrdiff_t>(pos);
+      if (diff == 0) {
+        // relaxed: the cell's sequence store below publishes the data.
+        if (enqueue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+      } else if (diff < 0) {
+        return false;
+      } else {
+        pos = enqueue_.load(std::memory_order_relaxed);
+      }
+    }
+    cell->event = event;
+    cell->sequence.store(pos + 1, std::memory_order_release);
+    return true;
+  }
+
+  bool pop(SignalEvent& out) noexcept {
+    std::size_t pos = dequeue_.load(std::memory_order_relaxed);
+    Cell* cell;
+    for (;;) {
+      cell = &cells_[pos & (capacity_ - 1)];
+      const std::size_t seq = cell->sequence.load(std::memory_order_acquire);
+      const auto diff = static_cast<std::ptrdiff_t>(seq) - static_cast<std::ptrdiff_t>(pos + 1);
+      if (diff == 0) {
+        if (dequeue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+      } else if (diff < 0) {
+        return false;  // empty, or a producer has claimed the cell but not published yet
+      } else {
+        pos = dequeue_.load(std::memory_order_relaxed);
+      }
+    }
+    out = cell->event;
+    // release: the producer that reuses this cell must not overwrite the
+    // event before we copied it.
+    cell->sequence.store(pos + capacity_, std::memory_order_release);
+    return true;
+  }
+
+  std::uint64_t mask_ = 0;
+  const std::size_t realtime_capacity_;
+  const std::size_t capacity_;
+  std::unique_ptr<Cell[]> cells_;
+  alignas(64) std::atomic<std::size_t> enqueue_{0};
+  alignas(64) std::atomic<std::size_t> dequeue_{0};
+  std::atomic<std::uint64_t> pending_[32] = {};  // standard signals 1..31
+  std::atomic<std::size_t> realtime_outstanding_{0};
+  std::atomic<std::uint64_t> signals_{0}, events_{0}, coalesced_{0}, overflowed_{0};
+  EventNotifier notifier_;
+};
+
+struct SignalSlot {
+  int watchers = 0;  // under g_mutex
+  int chainers = 0;  // watchers that asked to chain; under g_mutex
+  // The disposition before the first watcher. The handler reads it through
+  // the pointer; a replaced one is kept (never freed) because a late
+  // handler may still read it. One per distinct previous disposition.
+  std::atomic<const struct sigaction*> previous{nullptr};
+  std::atomic<bool> chain{false};
+};
+
+std::atomic<HandlerCore*> g_cores[kMaxCores];
+SignalSlot g_slots[kMaxSignal + 1];
+std::atomic<int> g_active{0};
+std::mutex g_mutex;
+
+void resend_to_self(int signo, siginfo_t* info) noexcept {
+  // The signal is blocked while we run (sa_mask is full), so it stays
+  // pending on this thread until the handler returns, then meets the
+  // restored disposition. rt_tgsigqueueinfo keeps si_code and si_value;
+  // sending to oneself with any code is allowed.
+  siginfo_t copy = *info;
+  if (::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), ::gettid(), signo, &copy) != 0) {
+    ::syscall(SYS_tgkill, ::getpid(), ::gettid(), signo);
+  }
+}
+
+void on_signal(int signo, siginfo_t* info, void* context) {
+  const int saved_errno = errno;
+  // seq_cst: ordered before the loads of g_cores (see the essay above).
+  g_active.fetch_add(1, std::memory_order_seq_cst);
+  bool taken = false;
+  if (signo > 0 && signo <= kMaxSignal) {
+    for (auto& slot : g_cores) {
+      HandlerCore* core = slot.load(std::memory_order_seq_cst);
+      if (core != nullptr && (core->mask() & bit_of(signo)) != 0) {
+        core->record(signo, info);
+        taken = true;
+      }
+    }
+    const SignalSlot& s = g_slots[signo];
+    const struct sigaction* previous = s.previous.load(std::memory_order_acquire);
+    if (previous != nullptr) {
+      const bool has_handler = (previous->sa_flags & SA_SIGINFO) != 0 ||
+                               (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN);
+      if (has_handler && (!taken || s.chain.load(std::memory_order_relaxed))) {
+        if ((previous->sa_flags & SA_SIGINFO) != 0) {
+          previous->sa_sigaction(signo, info, context);
+        } else {
+          previous->sa_handler(signo);
+        }
+      } else if (!has_handler && !taken && previous->sa_handler == SIG_DFL) {
+        resend_to_self(signo, info);
+      }
+    }
+  }
+  g_active.fetch_sub(1, std::memory_order_seq_cst);
+  errno = saved_errno;
+}
+
+bool is_ours(const struct sigaction& action) {
+  return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == on_signal;
+}
+
+bool same_action(const struct sigaction& a, const struct sigaction& b) {
+  if (a.sa_flags != b.sa_flags) return false;
+  if ((a.sa_flags & SA_SIGINFO) != 0 ? a.sa_sigaction != b.sa_sigaction
+                                     : a.sa_handler != b.sa_handler) {
+    return false;
+  }
+  for (int s = 1; s < NSIG; ++s) {
+    if (sigismember(&a.sa_mask, s) != sigismember(&b.sa_mask, s)) return false;
+  }
+  return true;
+}
+
+void wait_for_handlers() noexcept {
+  // Handlers are short (a few hundred ns); spinning with a yield is enough.
+  while (g_active.load(std::memory_order_seq_cst) != 0) sched_yield();
+}
+
+class HandlerBackend final : public SignalBackend {
+ public:
+  HandlerBackend(const std::vector<int>& signals, const SignalChannel::Options& options)
+      : signals_(signals),
+        chain_(options.chain_previous),
+        core_(std::make_unique<HandlerCore>(signals, options.realtime_capacity)) {
+    if (const std::string problem = check_unblocked_in_some_thread(signals); !problem.empty()) {
+      throw std::invalid_argument("SignalChannel (handler mechanism): " + problem +
+                                  "; unblock it in a thread, or use the signalfd mechanism");
+    }
+    std::lock_guard lock(g_mutex);
+    for (int i = 0; i < kMaxCores; ++i) {
+      if (g_cores[i].load(std::memory_order_relaxed) == nullptr) {
+        index_ = i;
+        break;
+      }
+    }
+    if (index_ < 0) sys::throw_errno(EMFILE, "SignalChannel: more than 64 handler channels");
+    // Publish the core before installing the handler, so that the first
+    // signal after sigaction() finds it.
+    g_cores[index_].store(core_.get(), std::memory_order_seq_cst);
+    std::size_t installed = 0;
+    try {
+      for (const int signo : signals_) {
+        install(signo);
+        ++installed;
+      }
+    } catch (...) {
+      for (std::size_t i = 0; i < installed; ++i) uninstall(signals_[i]);
+      g_cores[index_].store(nullptr, std::memory_order_seq_cst);
+      wait_for_handlers();
+      throw;
+    }
+  }
+
+  ~HandlerBackend() override { stop(); }
+
+  int fd() const noexcept override { return core_->fd(); }
+  SignalMechanism mechanism() const noexcept override { return SignalMechanism::handler; }
+  std::optional<SignalEvent> try_receive() noexcept override { return core_->try_receive(); }
+  SignalChannelStats stats() const noexcept override { return core_->stats(); }
+
+  void stop() noexcept override {
+    if (index_ < 0) return;
+    if (generation_ != fork_generation()) {
+      index_ = -1;  // a forked child: the fork hook already cleaned up here
+      return;
+    }
+    std::lock_guard lock(g_mutex);
+    for (const int signo : signals_) uninstall(signo);
+    g_cores[index_].store(nullptr, std::memory_order_seq_cst);
+    index_ = -1;
+    wait_for_handlers();
+  }
+
+ private:
+  void install(int signo) {  // under g_mutex
+    SignalSlot& slot = g_slots[signo];
+    if (slot.watchers == 0) {
+      struct sigaction previous;
+      if (::sigaction(signo, nullptr, &previous) != 0) sys::throw_errno("sigaction");
+      const struct sigaction* kept = slot.previous.load(std::memory_order_relaxed);
+      if (kept == nullptr || !same_action(*kept, previous)) {
+        kept = new struct sigaction(previous);  // never freed: see SignalSlot
+        slot.previous.store(kept, std::memory_order_release);
+      }
+      struct sigaction ours {};
+      ours.sa_sigaction = on_signal;
+      ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+      sigfillset(&ours.sa_mask);
+      if (::sigaction(signo, &ours, nullptr) != 0) sys::throw_errno("sigaction");
+    }
+    ++slot.watchers;
+    if (chain_) ++slot.chainers;
+    slot.chain.store(slot.chainers > 0, std::memory_order_relaxed);
+  }
+
+  void uninstall(int signo) noexcept {  // under g_mutex
+    SignalSlot& slot = g_slots[signo];
+    --slot.watchers;
+    if (chain_) --slot.chainers;
+    slot.chain.store(slot.chainers > 0, std::memory_order_relaxed);
+    if (slot.watchers > 0) return;
+    struct sigaction current;
+    if (::sigaction(signo, nullptr, &current) != 0) sys::fatal("sigaction(query)", errno);
+    // Someone replaced our handler meanwhile: theirs stays.
+    if (!is_ours(current)) return;
+    const struct sigaction* previous = slot.previous.load(std::memory_order_relaxed);
+    if (::sigaction(signo, previous, nullptr) != 0) sys::fatal("sigaction(restore)", errno);
+  }
+
+  std::vector<int> signals_;
+  bool chain_;
+  std::unique_ptr<HandlerCore> core_;
+  int index_ = -1;
+  std::uint64_t generation_ = fork_generation();
+};
+
+}  // namespace
+
+std::unique_ptr<SignalBackend> make_handler_backend(const std::vector<int>& signals,
+                                                    const SignalChannel::Options& options) {
+  return std::make_unique<HandlerBackend>(signals, options);
+}
+
+void handler_backend_after_fork_in_child() noexcept {
+  // One thread, every signal blocked. The parent's lock may have been held
+  // by a thread that does not exist here: start with a fresh one.
+  new (&g_mutex) std::mutex;
+  for (int signo = 1; signo <= kMaxSignal; ++signo) {
+    SignalSlot& slot = g_slots[signo];
+    if (slot.watchers == 0) continue;
+    struct sigaction current;
+    if (::sigaction(signo, nullptr, &current) == 0 && is_ours(current)) {
+      ::sigaction(signo, slot.previous.load(std::memory_order_relaxed), nullptr);
+    }
+    slot.watchers = 0;
+    slot.chainers = 0;
+    slot.chain.store(false, std::memory_order_relaxed);
+  }
+  for (auto& core : g_cores) core.store(nullptr, std::memory_order_relaxed);
+}
+
+}  // namespace doorbell::detail

@@ -1,0 +1,134 @@
+// ChildProcess: spawn with a clean signal state, pidfd watch, pidfd signals.
+#include "doorbell/child_process.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <system_error>
+#include <thread>
+
+#include "doorbell/signal_channel.h"
+#include "sys/proc.h"
+
+using namespace std::chrono_literals;
+using doorbell::ChildProcess;
+using doorbell::ExitStatus;
+
+namespace {
+
+bool readable(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, timeout_ms) == 1;
+}
+
+TEST(ChildProcess, ReportsExitCode) {
+  auto child = ChildProcess::spawn({"/bin/sh", "-c", "exit 3"});
+  EXPECT_GT(child.pid(), 0);
+  EXPECT_TRUE(child.has_pidfd());
+  const ExitStatus status = child.wait();
+  EXPECT_TRUE(status.exited());
+  EXPECT_EQ(status.exit_code(), 3);
+  EXPECT_EQ(status.describe(), "exited with 3");
+  EXPECT_EQ(child.try_wait()->exit_code(), 3) << "a reaped child keeps its status";
+}
+
+TEST(ChildProcess, ExecFailureThrowsWithItsErrno) {
+  try {
+    (void)ChildProcess::spawn({"/nonexistent/program"});
+    FAIL() << "spawned a program that does not exist";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), ENOENT) << e.what();
+  }
+  EXPECT_THROW((void)ChildProcess::spawn({}), std::invalid_argument);
+}
+
+TEST(ChildProcess, SignalThroughPidfdAndPollExit) {
+  auto child = ChildProcess::spawn({"sleep", "30"});
+  EXPECT_FALSE(readable(child.fd(), 0)) << "pidfd readable while the child runs";
+  EXPECT_FALSE(child.try_wait().has_value());
+  ASSERT_TRUE(child.send_signal(SIGTERM));
+  EXPECT_TRUE(readable(child.fd(), 10000));
+  const ExitStatus status = child.wait();
+  EXPECT_EQ(status.kind, ExitStatus::Kind::killed);
+  EXPECT_EQ(status.signal(), SIGTERM);
+  EXPECT_EQ(status.describe(), "killed by SIGTERM");
+  EXPECT_FALSE(child.send_signal(SIGTERM)) << "signalled a reaped child";
+  EXPECT_THROW(child.send_signal(0), std::invalid_argument);
+}
+
+TEST(ChildProcess, WaitForReturnsNulloptWhileRunning) {
+  auto child = ChildProcess::spawn({"sleep", "30"});
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(child.wait_for(50ms).has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 45ms);  // lower bound only, with slop
+  child.send_signal(SIGKILL);
+  const auto status = child.wait_for(10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->signal(), SIGKILL);
+}
+
+TEST(ChildProcess, ChildStartsWithEmptyMaskAndDefaultDispositions) {
+  // The parent blocks and ignores what a signal-handling server typically does.
+  doorbell::block_signals_before_threads({SIGTERM, SIGINT, SIGUSR1, SIGRTMIN + 2});
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGHUP, SIG_IGN);
+  auto child = ChildProcess::spawn({"sleep", "30"});
+  // Wait until the child runs sleep (its comm changes after exec).
+  std::optional<doorbell::sys::ThreadSignalState> state;
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream comm("/proc/" + std::to_string(child.pid()) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "sleep") break;
+    std::this_thread::sleep_for(1ms);
+  }
+  state = doorbell::sys::read_thread_signal_state(child.pid(), child.pid());
+  ASSERT_TRUE(state.has_value());
+  for (int s = 1; s < NSIG; ++s) {
+    EXPECT_EQ(sigismember(&state->blocked, s), 0) << "child blocks " << doorbell::signal_name(s);
+    EXPECT_EQ(sigismember(&state->ignored, s), 0) << "child ignores " << doorbell::signal_name(s);
+  }
+}
+
+TEST(ChildProcess, DestructorKillsAndReapsARunningChild) {
+  pid_t pid;
+  {
+    auto child = ChildProcess::spawn({"sleep", "30"});
+    pid = child.pid();
+  }
+  EXPECT_EQ(::kill(pid, 0), -1) << "the child (or its zombie) is still there";
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST(ChildProcess, MoveKeepsOneOwner) {
+  auto a = ChildProcess::spawn({"/bin/sh", "-c", "exit 5"});
+  const pid_t pid = a.pid();
+  ChildProcess b = std::move(a);
+  EXPECT_EQ(a.pid(), -1);
+  EXPECT_EQ(a.fd(), -1);
+  EXPECT_EQ(b.pid(), pid);
+  EXPECT_EQ(b.wait().exit_code(), 5);
+}
+
+TEST(ChildProcess, EnvironmentAndStdoutAreSet) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  doorbell::SpawnOptions options;
+  options.environment = std::vector<std::string>{"DOORBELL_TEST_VALUE=bell"};
+  options.stdout_fd = pipe_fds[1];
+  auto child =
+      ChildProcess::spawn({"/bin/sh", "-c", "printf %s \"$DOORBELL_TEST_VALUE\""}, options);
+  ::close(pipe_fds[1]);
+  char buffer[16] = {};
+  ssize_t total = 0, n;
+  while ((n = ::read(pipe_fds[0], buffer + total, sizeof buffer - 1 - total)) > 0) total += n;
+  ::close(pipe_fds[0]);
+  EXPECT_STREQ(buffer, "bell");
+  EXPECT_TRUE(child.wait().success());
+}
+
+}  // namespace

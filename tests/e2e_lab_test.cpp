@@ -1,0 +1,113 @@
+// The e2e lab group through the CLI, as a user runs it: every signal is
+// accounted for, the broadcast reaches every thread, and nothing is left
+// behind (no target process, no tracefs instance).
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct CliRun {
+  pid_t pid = -1;
+  int exit_code = -1;
+  std::string err;
+};
+
+CliRun run_cli(const std::vector<std::string>& args) {
+  const std::string err_path = testing::TempDir() + "/e2e_err_" + std::to_string(getpid());
+  CliRun r;
+  r.pid = fork();
+  if (r.pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(devnull, 1);
+    dup2(err, 2);
+    std::string binary = std::string(DOORBELL_BINARY_DIR) + "/doorbell";
+    std::vector<std::string> copy = args;
+    std::vector<char*> argv{binary.data()};
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.err = slurp(err_path);
+  return r;
+}
+
+double total(const nlohmann::json& scenario, const std::string& counter) {
+  double sum = 0;
+  for (const auto& v : scenario["counters"][counter]["per_repetition"]) sum += v.get<double>();
+  return sum;
+}
+
+// Processes still named like the lab's target.
+int targets_alive() {
+  int count = 0;
+  DIR* proc = opendir("/proc");
+  while (const dirent* e = readdir(proc)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    if (slurp(std::string("/proc/") + e->d_name + "/comm") == "db-e2e-target\n") ++count;
+  }
+  closedir(proc);
+  return count;
+}
+
+TEST(E2eLab, EverySignalAccountedForAndNothingLeftBehind) {
+  const std::string json_path = testing::TempDir() + "/e2e_" + std::to_string(getpid()) + ".json";
+  const int before = targets_alive();
+  const CliRun r =
+      run_cli({"bench", "--quick", "--repeat", "2", "--no-progress", "--filter",
+               "e2e/signal:threads=2,policy=receiver-fifo,main=busy", "--filter",
+               "e2e/signal:threads=2,policy=every-thread,main=busy", "--json", json_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(json_path));
+  ASSERT_EQ(j["scenarios"].size(), 2u);
+  for (const auto& s : j["scenarios"]) {
+    SCOPED_TRACE(s["name"].get<std::string>());
+    ASSERT_EQ(s["status"], "ok") << s["reason"];
+    const double sent = total(s, "sent"), handled = total(s, "handled"), lost = total(s, "lost");
+    EXPECT_GT(sent, 0);
+    EXPECT_EQ(handled + lost, sent);
+    // Every handled signal became one sample; none vanished between them.
+    EXPECT_EQ(s["metrics"]["e2e"]["count"].get<double>(), handled);
+    EXPECT_EQ(s["metrics"]["send"]["count"].get<double>(), handled);
+    EXPECT_TRUE(s["metrics"].contains("delay"));
+    if (s["params"]["policy"] == "every-thread") {
+      // main + 2 workers reached by each broadcast; the copies not claimed
+      // are duplicates, never second handlings.
+      EXPECT_EQ(total(s, "threads_reached"), 3 * sent);
+      EXPECT_EQ(total(s, "duplicates"), total(s, "handler_runs") - handled);
+    } else {
+      EXPECT_EQ(total(s, "handler_runs"), handled);
+    }
+  }
+  // The targets were killed and reaped; the tracefs instance was removed.
+  EXPECT_LE(targets_alive(), before);
+  struct stat st;
+  const std::string instance =
+      "/sys/kernel/tracing/instances/doorbell_e2e_" + std::to_string(r.pid);
+  EXPECT_NE(stat(instance.c_str(), &st), 0) << instance << " left behind";
+}
+
+}  // namespace

@@ -1,0 +1,43 @@
+# Runs the callgrind driver once per path and checks instructions per call
+# against the limits (see tests/rate_limiter_callgrind.cmake).
+set(N 1000000)
+file(REMOVE_RECURSE ${WORKDIR})
+file(MAKE_DIRECTORY ${WORKDIR})
+function(count_ir path out)
+  set(file ${WORKDIR}/callgrind.${path})
+  execute_process(COMMAND ${VALGRIND} --tool=callgrind --collect-atstart=no
+                          --callgrind-out-file=${file} ${DRIVER} ${path} ${N}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "valgrind ${DRIVER} ${path} failed (${rc}):\n${o}\n${e}")
+  endif()
+  file(STRINGS ${file} totals REGEX "^(totals|summary): ")
+  list(GET totals 0 line)
+  string(REGEX MATCH "[0-9]+" ir "${line}")
+  set(${out} ${ir} PARENT_SCOPE)
+endfunction()
+
+count_ir(baseline base)
+set(failed "")
+set(report "RateLimiter instructions per call (callgrind, N=${N}, loop+call overhead subtracted):\n")
+# Sharded paths look at the slot and then the shared word: their own,
+# looser limits (the single-word limits are the contract).
+foreach(entry "disabled;3" "deny;20" "admit;21" "sharded_admit;26" "sharded_deny;30")
+  list(GET entry 0 path)
+  list(GET entry 1 limit)
+  count_ir(${path} ir)
+  math(EXPR hundredths "(${ir} - ${base}) * 100 / ${N}")
+  math(EXPR whole "${hundredths} / 100")
+  math(EXPR frac "${hundredths} % 100")
+  if(frac LESS 10)
+    set(frac "0${frac}")
+  endif()
+  string(APPEND report "  ${path}: ${whole}.${frac} (limit ${limit})\n")
+  if(hundredths GREATER ${limit}00)
+    list(APPEND failed ${path})
+  endif()
+endforeach()
+message("${report}")
+if(failed)
+  message(FATAL_ERROR "over the instruction budget: ${failed}")
+endif()

@@ -1,0 +1,286 @@
+// RateLimiter contract tests, single-threaded and with a signal handler.
+// Timestamps are passed in (allow_at/check_at) so every test is exact.
+#include "doorbell/rate_limiter.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace doorbell {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+constexpr uint64_t kMs = 1000000;
+
+TEST(RateLimiter, DefaultConstructed_NeverLimits) {
+  RateLimiter limiter;
+  EXPECT_FALSE(limiter.enabled());
+  for (int i = 0; i < 100000; ++i) {
+    ASSERT_TRUE(limiter.allow());
+    ASSERT_TRUE(limiter.allow(1000));
+    ASSERT_TRUE(limiter.allow_at(static_cast<uint64_t>(i)));
+    ASSERT_TRUE(limiter.check().allowed);
+  }
+  EXPECT_EQ(limiter.suppressed_total(), 0u);
+  EXPECT_EQ(limiter.flush(), 0u);
+}
+
+// The 2025 kernel regression: a zero-filled, never-constructed limiter must
+// be valid and must not limit.
+RateLimiter g_static_limiter;  // zero-initialised static storage
+
+TEST(RateLimiter, ZeroFilledStorage_NeverLimits) {
+  EXPECT_TRUE(g_static_limiter.allow());
+  alignas(RateLimiter) unsigned char storage[sizeof(RateLimiter)];
+  std::memset(storage, 0, sizeof storage);
+  auto* limiter = std::launder(reinterpret_cast<RateLimiter*>(storage));
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(limiter->allow_at(kMs * i));
+  EXPECT_EQ(limiter->check().suppressed, 0u);
+}
+
+TEST(RateLimiter, IntervalZero_NeverLimits_EvenWithBurstZero) {
+  RateLimiter limiter{nanoseconds(0), 0};
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(limiter.allow());
+}
+
+TEST(RateLimiter, BadOptions_Throw) {
+  EXPECT_THROW((RateLimiter{nanoseconds(-1), 1}), std::invalid_argument);
+  EXPECT_THROW((RateLimiter{milliseconds(1), RateLimitOptions::kMaxBurst + 1}),
+               std::invalid_argument);
+  EXPECT_THROW(
+      (ShardedRateLimiter{RateLimitOptions{milliseconds(1), 10, RateLimitOptions::kMaxLease + 1}}),
+      std::invalid_argument);
+  EXPECT_NO_THROW((RateLimiter{milliseconds(1), RateLimitOptions::kMaxBurst}));
+  EXPECT_THROW((RateLimiter{RateLimitOptions{milliseconds(1), 10, 4}}), std::invalid_argument);
+  ShardedRateLimiter automatic{RateLimitOptions{milliseconds(1), 100000, 0}};
+  EXPECT_EQ(automatic.lease(), 64u);
+  ShardedRateLimiter small{RateLimitOptions{milliseconds(1), 10, 0}};
+  EXPECT_EQ(small.lease(), 1u);
+}
+
+TEST(RateLimiter, AdmitsBurstPerWindow_ThenDenies) {
+  RateLimiter limiter{milliseconds(10), 5};
+  const uint64_t t = 1005 * kMs;  // mid-window
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(limiter.allow_at(t + i)) << i;
+  for (int i = 0; i < 20; ++i) ASSERT_FALSE(limiter.allow_at(t + 5 + i)) << i;
+  EXPECT_EQ(limiter.suppressed_total(), 20u);
+  // The next window admits again.
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(limiter.allow_at(t + 10 * kMs + i)) << i;
+  EXPECT_FALSE(limiter.allow_at(t + 10 * kMs + 6));
+  // Far-stale timestamps are charged to the newest window too.
+  EXPECT_FALSE(limiter.allow_at(t - 1000 * kMs));
+}
+
+TEST(RateLimiter, NewWindow_ReportsSuppressedOnce_ToTheOpener) {
+  RateLimiter limiter{milliseconds(10), 2};
+  const uint64_t t = 505 * kMs;
+  EXPECT_TRUE(limiter.check_at(t).allowed);
+  EXPECT_TRUE(limiter.check_at(t).allowed);
+  for (int i = 0; i < 7; ++i) {
+    const RateLimitVerdict v = limiter.check_at(t);
+    EXPECT_FALSE(v.allowed);
+    EXPECT_EQ(v.suppressed, 0u);
+  }
+  const RateLimitVerdict opener = limiter.check_at(t + 10 * kMs);
+  EXPECT_TRUE(opener.allowed);
+  EXPECT_EQ(opener.suppressed, 7u);
+  EXPECT_EQ(opener.window, limiter.window_of(t + 10 * kMs));
+  const RateLimitVerdict second = limiter.check_at(t + 10 * kMs);
+  EXPECT_TRUE(second.allowed);
+  EXPECT_EQ(second.suppressed, 0u);
+  EXPECT_FALSE(limiter.check_at(t + 10 * kMs).allowed);
+  EXPECT_EQ(limiter.flush(), 1u);  // the denial just above
+  EXPECT_EQ(limiter.flush(), 0u);
+  EXPECT_EQ(limiter.suppressed_total(), 8u);
+}
+
+TEST(RateLimiter, AllowDoesNotReport_NextCheckOrFlushDoes) {
+  RateLimiter limiter{milliseconds(1), 1};
+  EXPECT_TRUE(limiter.allow_at(kMs));
+  EXPECT_FALSE(limiter.allow_at(kMs));
+  EXPECT_FALSE(limiter.allow_at(kMs));
+  EXPECT_TRUE(limiter.allow_at(2 * kMs));  // opens a window without reporting
+  EXPECT_FALSE(limiter.allow_at(2 * kMs));
+  const RateLimitVerdict v = limiter.check_at(3 * kMs);
+  EXPECT_TRUE(v.allowed);
+  EXPECT_EQ(v.suppressed, 3u);
+  EXPECT_EQ(limiter.flush(), 0u);
+}
+
+TEST(RateLimiter, AllowN_IsAllOrNothing) {
+  RateLimiter limiter{milliseconds(1), 10};
+  const uint64_t t = 7 * kMs;
+  EXPECT_TRUE(limiter.allow_at(t, 7));
+  EXPECT_FALSE(limiter.allow_at(t, 4));  // only 3 left: none taken
+  EXPECT_TRUE(limiter.allow_at(t, 3));
+  EXPECT_FALSE(limiter.allow_at(t, 1));
+  EXPECT_TRUE(limiter.allow_at(t, 0));          // nothing asked, nothing denied
+  EXPECT_EQ(limiter.suppressed_total(), 5u);    // events, not calls: 4 + 1
+  EXPECT_FALSE(limiter.allow_at(t + kMs, 11));  // more than burst: never
+  EXPECT_TRUE(limiter.allow_at(t + kMs, 10));
+}
+
+TEST(RateLimiter, OpeningCallWithNAboveBurst_OpensButDenies) {
+  RateLimiter limiter{milliseconds(1), 3};
+  EXPECT_FALSE(limiter.allow_at(kMs, 4));
+  EXPECT_TRUE(limiter.allow_at(kMs, 3));
+  EXPECT_FALSE(limiter.allow_at(kMs, 1));
+}
+
+TEST(RateLimiter, BurstZero_AlwaysLimits_AndStillReports) {
+  RateLimiter limiter{milliseconds(1), 0};
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(limiter.allow_at(kMs));
+  const RateLimitVerdict v = limiter.check_at(2 * kMs);
+  EXPECT_FALSE(v.allowed);
+  EXPECT_EQ(v.suppressed, 11u);  // the ten above and this call
+}
+
+TEST(RateLimiter, StaleTimestamp_ChargedToNewestWindow_NotDenied) {
+  RateLimiter limiter{milliseconds(1), 2};
+  EXPECT_TRUE(limiter.allow_at(5 * kMs));
+  // A caller whose clock read is older: charged to window 5, which has room.
+  const RateLimitVerdict v = limiter.check_at(4 * kMs);
+  EXPECT_TRUE(v.allowed);
+  EXPECT_EQ(v.window, limiter.window_of(5 * kMs));
+  EXPECT_FALSE(limiter.allow_at(4 * kMs));  // now window 5 is full
+}
+
+TEST(RateLimiter, WindowsAreAtLeastOneIntervalLong) {
+  for (uint64_t interval : {uint64_t{1}, uint64_t{3}, uint64_t{1000}, kMs, 1000 * kMs}) {
+    RateLimiter limiter{nanoseconds(interval), 1};
+    for (uint64_t start : {uint64_t{0}, uint64_t{123456789}, uint64_t{1} << 40}) {
+      uint32_t w = limiter.window_of(start);
+      uint64_t last_change = start;
+      bool changed_once = false;
+      // Walk across a few boundaries in steps that hit each nanosecond for
+      // small intervals and skip ahead for large ones.
+      const uint64_t step = interval < 1000 ? 1 : interval / 97;
+      for (uint64_t t = start; t < start + 5 * interval; t += step) {
+        const uint32_t now = limiter.window_of(t);
+        ASSERT_TRUE(now == w || now == w + 1) << interval << " " << t;
+        if (now != w) {
+          if (changed_once) {
+            ASSERT_GE(t - last_change + step, interval) << interval;
+          }
+          changed_once = true;
+          last_change = t;
+          w = now;
+        }
+      }
+      EXPECT_TRUE(changed_once) << interval;
+    }
+  }
+}
+
+TEST(RateLimiter, WindowNumberWraps_AndStillOpensNewWindows) {
+  RateLimiter limiter{nanoseconds(1), 1};
+  // Find a timestamp at window 0xffffffff and walk past the wrap.
+  uint64_t t = (uint64_t{1} << 32) - 8;
+  while (limiter.window_of(t) != 0xffffffffu) ++t;
+  EXPECT_TRUE(limiter.allow_at(t));
+  EXPECT_FALSE(limiter.allow_at(t));
+  uint64_t u = t;
+  while (limiter.window_of(u) != 0u) ++u;
+  EXPECT_TRUE(limiter.allow_at(u));  // window 0 is newer than 0xffffffff
+  EXPECT_FALSE(limiter.allow_at(u));
+  EXPECT_FALSE(limiter.allow_at(t));  // the old window's caller is charged to window 0
+}
+
+// A fresh limiter's word says "window 0"; a caller whose window number is
+// 2^31 or more (a month of uptime at 1 ms) must still open its own window.
+TEST(RateLimiter, FreshLimiter_LargeWindowNumber_OpensItsWindow) {
+  RateLimiter limiter{nanoseconds(1), 2};
+  const uint64_t t = uint64_t{3} << 30;
+  EXPECT_TRUE(limiter.allow_at(t));
+  EXPECT_TRUE(limiter.allow_at(t));
+  EXPECT_FALSE(limiter.allow_at(t));
+  EXPECT_TRUE(limiter.allow_at(t + 1));
+}
+
+TEST(RateLimiter, IdleForHalfAWrap_OpensANewWindow) {
+  RateLimiter limiter{nanoseconds(1), 1};
+  const uint64_t t = 1000;
+  EXPECT_TRUE(limiter.allow_at(t));
+  EXPECT_FALSE(limiter.allow_at(t));
+  EXPECT_TRUE(limiter.allow_at(t + (uint64_t{1} << 31) + 5));
+  EXPECT_TRUE(limiter.allow_at(t + (uint64_t{3} << 30) + 5));
+}
+
+TEST(RateLimiter, DefaultClock_IsCoarseAndUsable) {
+  EXPECT_GT(coarse_clock_resolution_ns(), 0u);
+  RateLimiter limiter{std::chrono::hours(1), 3};
+  int admitted = 0;
+  for (int i = 0; i < 100; ++i) admitted += limiter.allow() ? 1 : 0;
+  // An hour-long window can at most roll over once during the loop.
+  EXPECT_GE(admitted, 3);
+  EXPECT_LE(admitted, 6);
+  EXPECT_EQ(limiter.suppressed_total() + static_cast<uint64_t>(admitted), 100u);
+}
+
+TEST(RateLimiter, Sharded_SingleThread_ExactPerWindow) {
+  ShardedRateLimiter limiter{RateLimitOptions{milliseconds(1), 10, 4}};
+  EXPECT_EQ(limiter.lease(), 4u);
+  for (int window = 1; window <= 5; ++window) {
+    const uint64_t t = static_cast<uint64_t>(window) * kMs;
+    int admitted = 0;
+    for (int i = 0; i < 50; ++i) admitted += limiter.allow_at(t) ? 1 : 0;
+    EXPECT_EQ(admitted, 10) << window;  // one thread: its slot gets all leases
+  }
+  EXPECT_EQ(limiter.suppressed_total(), 5u * 40u);
+  EXPECT_EQ(limiter.flush(), 200u);
+}
+
+TEST(RateLimiter, Sharded_LeaseLargerThanBurst_IsCutAtBurst) {
+  ShardedRateLimiter limiter{RateLimitOptions{milliseconds(1), 3, 64}};
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) admitted += limiter.allow_at(kMs) ? 1 : 0;
+  EXPECT_EQ(admitted, 3);
+  EXPECT_TRUE(limiter.allow_at(kMs, 0));
+  EXPECT_FALSE(limiter.allow_at(kMs, 2));  // n > 1 uses the shared word: empty
+}
+
+// --- from a signal handler --------------------------------------------------
+
+RateLimiter g_handler_limiter{milliseconds(1), 50};
+volatile sig_atomic_t g_handler_admitted = 0;
+volatile sig_atomic_t g_handler_denied = 0;
+
+void limited_handler(int) {
+  const int saved = errno;
+  if (g_handler_limiter.allow_at(kMs)) {
+    g_handler_admitted = g_handler_admitted + 1;
+  } else {
+    g_handler_denied = g_handler_denied + 1;
+  }
+  errno = saved;
+}
+
+TEST(RateLimiter, CalledFromSignalHandler_StaysExact) {
+  struct sigaction sa {};
+  sa.sa_handler = limited_handler;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old {};
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  int admitted = 0, denied = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (g_handler_limiter.allow_at(kMs)) {
+      ++admitted;
+    } else {
+      ++denied;
+    }
+    ASSERT_EQ(raise(SIGUSR1), 0);  // handled before raise returns
+  }
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_EQ(admitted + g_handler_admitted, 50);
+  EXPECT_EQ(static_cast<uint64_t>(denied + g_handler_denied), g_handler_limiter.suppressed_total());
+  EXPECT_EQ(g_handler_limiter.flush(), 350u);
+}
+
+}  // namespace
+}  // namespace doorbell

@@ -1,0 +1,326 @@
+// Regression tests named after the bugs peers shipped. Each sends real
+// signals and asserts the outcome; outcomes that kill a process are checked
+// in a forked child (WTERMSIG). The typed ones run against both mechanisms.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "doorbell/child_process.h"
+#include "doorbell/signal_channel.h"
+#include "sys/proc.h"
+#include "tests/signal_test_support.h"
+
+using namespace std::chrono_literals;
+using doorbell::ChildProcess;
+using doorbell::SignalChannel;
+using doorbell::SignalMechanism;
+using doorbell::testing::describe_wait_status;
+using doorbell::testing::run_in_child;
+
+namespace {
+
+struct SignalfdMechanism {
+  static constexpr SignalMechanism kMechanism = SignalMechanism::signalfd;
+  static constexpr bool kBlocks = true;
+};
+struct HandlerMechanism {
+  static constexpr SignalMechanism kMechanism = SignalMechanism::handler;
+  static constexpr bool kBlocks = false;
+};
+class MechanismNames {
+ public:
+  template <class T>
+  static std::string GetName(int) {
+    return T::kMechanism == SignalMechanism::signalfd ? "signalfd" : "handler";
+  }
+};
+template <class M>
+class SignalRegressions : public ::testing::Test {
+ protected:
+  // Blocks first for signalfd (the process is single-threaded here) and
+  // returns the mask to restore after stop().
+  sigset_t prepare(const std::vector<int>& signals) {
+    sigset_t previous;
+    pthread_sigmask(SIG_SETMASK, nullptr, &previous);
+    if (M::kBlocks) previous = doorbell::block_signals_before_threads(signals);
+    return previous;
+  }
+  SignalChannel::Options options() const {
+    SignalChannel::Options o;
+    o.mechanism = M::kMechanism;
+    return o;
+  }
+};
+using Mechanisms = ::testing::Types<SignalfdMechanism, HandlerMechanism>;
+TYPED_TEST_SUITE(SignalRegressions, Mechanisms, MechanismNames);
+
+int sigqueue_value(int signo, int value) {
+  sigval v{};
+  v.sival_int = value;
+  return ::sigqueue(::getpid(), signo, v);
+}
+
+std::atomic<int> g_previous_runs{0};
+
+// golang/go#14571: a signal that arrives while Stop runs was neither
+// delivered nor handled by the default. Here every signal sent while a
+// second thread stops the channel must end up in exactly one place: an
+// event (recorded before stop() returned, readable after), or the previous
+// disposition (a counting handler; with signalfd: still pending, blocked).
+// A real-time signal is used so the kernel merges nothing and the count is
+// exact.
+TYPED_TEST(SignalRegressions, StopRacesDelivery_NoLoss) {
+  const int signo = SIGRTMIN + 3;
+  struct sigaction previous {};
+  previous.sa_handler = [](int) { g_previous_runs.fetch_add(1); };
+  sigemptyset(&previous.sa_mask);
+  ASSERT_EQ(::sigaction(signo, &previous, nullptr), 0);
+  this->prepare({signo});
+  const int tries = doorbell::testing::long_stress() ? 5000 : 300;
+  int events = 0, leftovers = 0;
+  auto options = this->options();
+  options.chain_previous = false;  // one place per signal: the channel or the previous handler
+  for (int i = 0; i < tries; ++i) {
+    SignalChannel channel({signo}, options);
+    std::atomic<bool> go{false};
+    std::thread stopper([&] {
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      channel.stop();
+    });
+    go.store(true, std::memory_order_release);
+    ASSERT_EQ(sigqueue_value(signo, i), 0);
+    stopper.join();
+    while (channel.try_receive()) ++events;
+    if (TypeParam::kBlocks) {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, signo);
+      const timespec zero{0, 0};
+      while (::sigtimedwait(&set, nullptr, &zero) == signo) ++leftovers;
+    }
+  }
+  EXPECT_EQ(events + g_previous_runs.load() + leftovers, tries)
+      << "events " << events << ", previous handler " << g_previous_runs.load() << ", pending "
+      << leftovers << ": a signal was lost or doubled";
+}
+
+// The same race with the default disposition and SIGINT, Go's own form:
+// each try either yields an event or the process dies of SIGINT.
+TYPED_TEST(SignalRegressions, StopRacesDelivery_EventOrDiedOfSigint) {
+  const auto options = this->options();
+  const bool blocks = TypeParam::kBlocks;
+  const int status = run_in_child([&] {
+    const sigset_t original = this->prepare({SIGINT});
+    for (int i = 0; i < 200; ++i) {
+      SignalChannel channel({SIGINT}, options);
+      std::thread stopper([&] { channel.stop(); });
+      ::kill(::getpid(), SIGINT);
+      stopper.join();
+      if (channel.try_receive()) continue;
+      // No event: the signal must act as the default does. With signalfd it
+      // is pending and blocked; restoring the mask delivers it.
+      if (blocks) doorbell::restore_signal_mask(original);
+      ::usleep(100 * 1000);
+      return 3;  // neither an event nor dead: lost
+    }
+    return 0;
+  });
+  EXPECT_TRUE((WIFEXITED(status) && WEXITSTATUS(status) == 0) ||
+              (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT))
+      << describe_wait_status(status);
+}
+
+// chriskohlhoff/asio#1069: after fork, a signal sent to the child reached
+// the parent's signal_set through the shared pipe. Here the child's signal
+// meets the child's original disposition and the parent sees nothing.
+TYPED_TEST(SignalRegressions, ForkedChildSignal_NotSeenByParent) {
+  this->prepare({SIGUSR1});
+  SignalChannel channel({SIGUSR1}, this->options());
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::kill(::getpid(), SIGUSR1);  // the default kills (handler); stays pending (signalfd)
+    ::usleep(50 * 1000);
+    try {
+      (void)channel.try_receive();
+    } catch (const doorbell::ForkedChannelError&) {
+      ::_exit(0);
+    }
+    ::_exit(4);
+  }
+  int status;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  if (TypeParam::kBlocks) {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << describe_wait_status(status);
+  } else {
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1) << describe_wait_status(status);
+  }
+  EXPECT_FALSE(channel.receive(200ms).has_value()) << "the child's signal reached the parent";
+  // The parent's own signals still arrive.
+  ASSERT_EQ(::kill(::getpid(), SIGUSR1), 0);
+  EXPECT_TRUE(channel.receive(5s).has_value());
+}
+
+// tokio-rs/tokio#7905: after the handler was dropped, a second Ctrl-C was
+// swallowed instead of killing the process.
+TYPED_TEST(SignalRegressions, SecondCtrlCAfterStop_ActsAsDefault) {
+  const auto options = this->options();
+  const bool blocks = TypeParam::kBlocks;
+  const int status = run_in_child([&] {
+    const sigset_t original = this->prepare({SIGINT});
+    SignalChannel channel({SIGINT}, options);
+    ::kill(::getpid(), SIGINT);
+    const auto first = channel.receive(5s);
+    if (!first || first->signal != SIGINT) return 5;
+    channel.stop();
+    if (blocks) doorbell::restore_signal_mask(original);  // the caller's part with signalfd
+    ::kill(::getpid(), SIGINT);
+    ::usleep(200 * 1000);
+    return 6;  // survived the second Ctrl-C
+  });
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << describe_wait_status(status);
+}
+
+// vorner/signal-hook#122: 50 queued real-time signals sent, 3 seen. Here all
+// 50 arrive, each once, in order, with its value, sent from another thread
+// while the consumer is not reading.
+TYPED_TEST(SignalRegressions, QueuedRealtimeSignals_AllDelivered) {
+  DOORBELL_SKIP_IF_SANITIZER_MERGES_SIGNALS(TypeParam::kMechanism == SignalMechanism::handler);
+  const int signo = SIGRTMIN + 2;
+  this->prepare({signo});
+  SignalChannel channel({signo}, this->options());
+  std::thread sender([&] {
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(sigqueue_value(signo, i), 0);
+  });
+  sender.join();
+  // Each instance once. Order: the kernel's queue order with signalfd; with
+  // the handler, two threads may run handlers at once and swap neighbours.
+  std::vector<int> values;
+  for (int i = 0; i < 50; ++i) {
+    const auto event = channel.receive(5s);
+    ASSERT_TRUE(event.has_value()) << "instance " << i << " of 50 lost";
+    values.push_back(static_cast<int>(event->value));
+  }
+  if (TypeParam::kBlocks) {
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(values[i], i);
+  }
+  std::sort(values.begin(), values.end());
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(values[i], i) << "an instance is missing or doubled";
+  EXPECT_FALSE(channel.receive(50ms).has_value());
+}
+
+// The kernel's own limit is visible at the sender, never silent: with
+// RLIMIT_SIGPENDING at 10 and the signal blocked (signalfd), sigqueue says
+// EAGAIN and every instance it accepted is delivered.
+TEST(SignalRegressions, RealtimeQueueOverflow_VisibleAtSender) {
+  const int signo = SIGRTMIN + 2;
+  const int status = run_in_child([&] {
+    doorbell::block_signals_before_threads({signo});
+    SignalChannel::Options options;
+    options.mechanism = SignalMechanism::signalfd;
+    SignalChannel channel({signo}, options);
+    rlimit limit{10, 10};
+    if (::setrlimit(RLIMIT_SIGPENDING, &limit) != 0) return 7;
+    int accepted = 0, refused = 0;
+    for (int i = 0; i < 50; ++i) {
+      if (sigqueue_value(signo, i) == 0)
+        ++accepted;
+      else if (errno == EAGAIN)
+        ++refused;
+    }
+    int delivered = 0;
+    while (channel.try_receive()) ++delivered;
+    if (refused == 0) return 8;              // the limit did not bite
+    if (accepted + refused != 50) return 9;  // some other error
+    if (delivered != accepted) return 10;    // accepted but lost
+    return 0;
+  });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << describe_wait_status(status);
+}
+
+// neovim/neovim#8740: many children exiting together raise fewer SIGCHLDs
+// than children, and a reaper that handles one child per SIGCHLD leaves
+// zombies. Here each child has its own pidfd: all are seen and reaped, and
+// the SIGCHLD channel reports what was merged.
+TEST(SignalRegressions, SigchldCoalescing_NoZombies) {
+  const int count = doorbell::testing::long_stress() ? 300 : 48;
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::handler;
+  SignalChannel sigchld({SIGCHLD}, options);
+  int barrier[2];
+  ASSERT_EQ(::pipe2(barrier, O_CLOEXEC), 0);
+  std::vector<ChildProcess> children;
+  doorbell::SpawnOptions spawn;
+  spawn.stdin_fd = barrier[0];
+  for (int i = 0; i < count; ++i) {
+    children.push_back(
+        ChildProcess::spawn({"/bin/sh", "-c", "read x; exit " + std::to_string(i % 100)}, spawn));
+  }
+  ::close(barrier[0]);
+  ::close(barrier[1]);  // every child's read returns now: they exit together
+  std::vector<pollfd> fds;
+  for (auto& c : children) fds.push_back({c.fd(), POLLIN, 0});
+  int exited = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (exited < count && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_GE(::poll(fds.data(), fds.size(), 1000), 0);
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd >= 0 && (fds[i].revents & POLLIN) != 0) {
+        const auto status = children[i].try_wait();
+        ASSERT_TRUE(status.has_value()) << "pidfd readable but child not reapable";
+        EXPECT_EQ(status->exit_code(), static_cast<int>(i % 100));
+        fds[i].fd = -1;
+        ++exited;
+      }
+    }
+  }
+  EXPECT_EQ(exited, count) << "children missed";
+  EXPECT_EQ(doorbell::testing::count_zombie_children(), 0);
+  std::uint64_t events = 0, merged = 0;
+  while (auto e = sigchld.try_receive()) {
+    ++events;
+    merged += e->coalesced;
+  }
+  EXPECT_GE(events, 1u);
+  EXPECT_LE(events + merged, static_cast<std::uint64_t>(count));
+  RecordProperty("sigchld_events", static_cast<int>(events));
+  RecordProperty("sigchld_merged_known", static_cast<int>(merged));
+}
+
+// swaywm/swayidle#113: the parent blocked SIGTERM (for its signalfd), the
+// child inherited the mask across exec and ignored SIGTERM. Here the child
+// dies of SIGTERM sent through its pidfd, and its mask is empty.
+TEST(SignalRegressions, InheritedBlockedMask_ChildStillDiesOfSigterm) {
+  doorbell::block_signals_before_threads({SIGTERM, SIGINT, SIGHUP});
+  ::signal(SIGTERM, SIG_IGN);  // even an ignored disposition is reset
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::signalfd;
+  SignalChannel channel({SIGINT, SIGHUP}, options);
+  auto child = ChildProcess::spawn({"sleep", "30"});
+  // Let it reach exec, then terminate it the way a supervisor would.
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream comm("/proc/" + std::to_string(child.pid()) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "sleep") break;
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(child.send_signal(SIGTERM));
+  const auto status = child.wait_for(10s);
+  ASSERT_TRUE(status.has_value()) << "the child ignored SIGTERM";
+  EXPECT_EQ(status->signal(), SIGTERM) << status->describe();
+}
+
+}  // namespace
