@@ -486,7 +486,8 @@ MethodEnvironment::MethodEnvironment(const std::string& method) {
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGUSR1, &sa, &old_usr1_) != 0 || sigaction(SIGUSR2, &sa, &old_usr2_) != 0)
       sys::throw_errno("sigaction");
-    g_handled[0] = g_handled[1] = 0;
+    g_handled[0] = 0;
+    g_handled[1] = 0;
   }
 }
 
