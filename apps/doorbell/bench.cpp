@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "apps/doorbell/command.h"
+#include "apps/doorbell/report.h"
 #include "lab/harness/results.h"
 #include "lab/harness/runner.h"
 
@@ -88,6 +89,17 @@ void run_bench(const BenchOptions& o) {
   if (!csv_path.empty()) {
     lab::write_csv(results, csv_path);
     std::cout << "results (CSV):  " << csv_path << "\n";
+  }
+  if (!out_dir.empty()) {
+    // The HTML report beside the results; a report that cannot be drawn
+    // does not cost the results already written.
+    const std::string report_path = out_dir + "/report.html";
+    try {
+      report::write_html_report({lab::to_json(results, DOORBELL_VERSION)}, report_path);
+      std::cout << "report (HTML):  " << report_path << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "doorbell bench: no HTML report: " << e.what() << "\n";
+    }
   }
   int failed = 0;
   for (const auto& r : results.scenarios)
