@@ -27,6 +27,18 @@ std::vector<const Scenario*> select_scenarios(const RunOptions& options) {
     }
     if (take) selected.push_back(&s);
   }
+  // Groups in the order a reader follows: the ladder first, then wake-ups,
+  // signals as events, delivery delay, the cost drivers, rate limiters and
+  // partitions. Unknown groups keep their registration order, last.
+  static const std::vector<std::string> kGroupOrder = {
+      "ladder",   "wakeup",   "signalchannel", "e2e",       "siglock", "fpu",
+      "queueing", "directed", "timers",        "ratelimit", "partition"};
+  auto rank = [](const Scenario* s) {
+    const auto it = std::find(kGroupOrder.begin(), kGroupOrder.end(), s->group);
+    return static_cast<std::size_t>(it - kGroupOrder.begin());
+  };
+  std::stable_sort(selected.begin(), selected.end(),
+                   [&](const Scenario* a, const Scenario* b) { return rank(a) < rank(b); });
   return selected;
 }
 
