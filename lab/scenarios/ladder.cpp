@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <stdexcept>
 
 #include "lab/harness/scenario.h"
 #include "sys/error.h"
@@ -92,6 +93,20 @@ class HandlerScope {
   sigset_t old_mask_;
 };
 
+// Waits until the handler has counted past `before`; gives up after 2 s with
+// an error, so a signal that never arrives fails the scenario, not the run.
+void wait_for_handler(sig_atomic_t before) {
+  const uint64_t give_up = monotonic_ns() + 2000000000u;
+  while (g_handled == before) {
+#if defined(__SANITIZE_THREAD__)
+    // TSan defers handlers to its interceptors; a pure spin would never
+    // let it run one.
+    ::usleep(0);
+#endif
+    if (monotonic_ns() > give_up) throw std::runtime_error("the handler did not run within 2 s");
+  }
+}
+
 template <typename Send>
 void run_self_signal(Context& ctx, int signo, Send&& send) {
   HandlerScope scope(signo);
@@ -111,8 +126,7 @@ void run_self_signal(Context& ctx, int signo, Send&& send) {
       // Not yet handled on return from the send (another thread took it, or
       // the kernel deferred it): wait for the handler, and count the case.
       ++late;
-      while (g_handled == before) {
-      }
+      wait_for_handler(before);
     }
     const uint64_t t1 = clock.read();
     h.record(clock.to_ns(t1 - t0));
