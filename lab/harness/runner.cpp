@@ -31,7 +31,7 @@ std::vector<const Scenario*> select_scenarios(const RunOptions& options) {
   // signals as events, delivery delay, the cost drivers, rate limiters and
   // partitions. Unknown groups keep their registration order, last.
   static const std::vector<std::string> kGroupOrder = {
-      "ladder",   "wakeup",   "signalchannel", "e2e",       "siglock", "fpu",
+      "ladder",   "wakeup",   "signalchannel", "e2e",       "siglock",  "fpu",
       "queueing", "directed", "timers",        "ratelimit", "partition"};
   auto rank = [](const Scenario* s) {
     const auto it = std::find(kGroupOrder.begin(), kGroupOrder.end(), s->group);

@@ -83,9 +83,7 @@ class Context {
   // True while fewer than samples() samples were taken and time is left.
   // Reads the clock on every call (~25 ns): samples that take milliseconds
   // must not overrun the budget, and cheap operations are timed in batches.
-  bool keep_going(std::size_t taken) const noexcept {
-    return taken < samples_ && time_left();
-  }
+  bool keep_going(std::size_t taken) const noexcept { return taken < samples_ && time_left(); }
 
   // Pins the calling thread for its role (0 = the measuring/sending thread,
   // 1 = the peer). Does nothing for Pinning::none, or when the process may
