@@ -158,6 +158,13 @@ TEST(CostsSigpending, RejectsBadArguments) {
 }
 
 TEST(CostsDirected, ThreadDirectedSignalReachesTheNamedThread) {
+#if defined(__SANITIZE_THREAD__)
+  // TSan catches the signal itself and runs the handler later, from one of its
+  // interceptors in the target thread; a thread asleep in poll() may never
+  // reach one, so delivery to a named sleeping thread is not observable here.
+  // Release and ASan builds run this test.
+  GTEST_SKIP() << "TSan defers handlers of threads asleep in a syscall";
+#endif
   for (int threads : {1, 8, 64}) {
     for (int i = 0; i < 5; ++i) {
       // 10 s: under TSan on a loaded machine 64 sleeping threads take a while.
