@@ -31,6 +31,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "lab/common/format.h"
 #include "lab/harness/runner.h"
 
 namespace doorbell::lab {
@@ -51,8 +52,5 @@ void write_csv(const RunResults& results, const std::string& path);
 // The human table: one line per scenario's primary metric, grouped, then the
 // ratios beside their published figures, then the reference figures.
 void print_table(const RunResults& results, std::ostream& out);
-
-// "812 ns", "3.1 µs", "15.2 ms", "0.31 ns".
-std::string format_duration(double ns);
 
 }  // namespace doorbell::lab

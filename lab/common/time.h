@@ -1,0 +1,35 @@
+// Time and CPU helpers the lab's parts share.
+#pragma once
+
+#include <sched.h>
+
+#include <cstdint>
+
+namespace doorbell::lab {
+
+// Sleeps ns nanoseconds on CLOCK_MONOTONIC, resuming after EINTR.
+void sleep_ns(uint64_t ns);
+
+// The spin-wait hint (PAUSE on x86); nothing elsewhere.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Saves the calling thread's CPU affinity and puts it back on destruction.
+class AffinityGuard {
+ public:
+  AffinityGuard() noexcept;
+  ~AffinityGuard();
+  AffinityGuard(const AffinityGuard&) = delete;
+  AffinityGuard& operator=(const AffinityGuard&) = delete;
+
+ private:
+  cpu_set_t saved_;
+  bool saved_ok_ = false;
+};
+
+}  // namespace doorbell::lab
