@@ -128,16 +128,15 @@ struct Options {
 
 [[noreturn]] void usage(const char* error) {
   if (error) std::fprintf(stderr, "doorbell_torture: %s\n", error);
-  std::fprintf(
-      error ? stderr : stdout,
-      "usage: doorbell_torture [--seconds N] [--path NAME]... [--seed S] [--round R]\n"
-      "                        [--wait-ms MS] [--list]\n"
-      "  --seconds N   total time, shared equally by the paths (default 60)\n"
-      "  --path NAME   run this path (repeatable; default: all, see --list)\n"
-      "  --seed S      base seed (default: from the clock; printed)\n"
-      "  --round R     start every path at round R (to replay a reported round)\n"
-      "  --wait-ms MS  the deadline of one wait inside a round (default 5000)\n"
-      "  --list        list the paths and exit\n");
+  std::fprintf(error ? stderr : stdout,
+               "usage: doorbell_torture [--seconds N] [--path NAME]... [--seed S] [--round R]\n"
+               "                        [--wait-ms MS] [--list]\n"
+               "  --seconds N   total time, shared equally by the paths (default 60)\n"
+               "  --path NAME   run this path (repeatable; default: all, see --list)\n"
+               "  --seed S      base seed (default: from the clock; printed)\n"
+               "  --round R     start every path at round R (to replay a reported round)\n"
+               "  --wait-ms MS  the deadline of one wait inside a round (default 5000)\n"
+               "  --list        list the paths and exit\n");
   std::exit(error ? 2 : 0);
 }
 
@@ -281,8 +280,10 @@ void run_path(PathResult& r, const Options& o) {
       // A crash (or a sanitizer report) ends the child: the round in
       // progress, if any, is the one that failed.
       const bool in_round = s->round_deadline_ns.load() != 0;
+      std::string what = describe_status(status);
+      if (in_round && s->phase[0] != '\0') what += std::string(" while: ") + s->phase;
       record_failure(s, in_round ? s->round.load() : s->rounds_done.load(),
-                     in_round ? s->round_seed.load() : 0, describe_status(status).c_str());
+                     in_round ? s->round_seed.load() : 0, what.c_str());
     }
     // Carry on at the next round in a fresh process.
     s->round_deadline_ns.store(0);
@@ -298,7 +299,8 @@ int main(int argc, char** argv) {
   using namespace doorbell::torture;
   const Options o = parse(argc, argv);
   const double share = o.seconds / static_cast<double>(o.paths.size());
-  std::printf("doorbell_torture: seed %" PRIu64 ", %.0f s over %zu path(s) (%.1f s each), wait "
+  std::printf("doorbell_torture: seed %" PRIu64
+              ", %.0f s over %zu path(s) (%.1f s each), wait "
               "deadline %" PRId64 " ms\n",
               o.seed, o.seconds, o.paths.size(), share, o.wait_ms);
   std::vector<PathResult> results;
@@ -339,7 +341,8 @@ int main(int argc, char** argv) {
     for (uint32_t i = 0; i < stored; ++i) {
       const FailureRecord& f = s.records[i];
       const int seconds = static_cast<int>(f.at_s) + 2;
-      std::printf("FAIL %s round %" PRIu64 " (round seed 0x%016" PRIx64 ", %.1f s in): %s\n"
+      std::printf("FAIL %s round %" PRIu64 " (round seed 0x%016" PRIx64
+                  ", %.1f s in): %s\n"
                   "  reproduce: doorbell_torture --path %s --seed %" PRIu64
                   " --seconds %d   (or add --round %" PRIu64 " to start at that round)\n",
                   r.path->name, f.round, f.round_seed, f.at_s, f.what, r.path->name, o.seed,
@@ -349,7 +352,6 @@ int main(int argc, char** argv) {
       std::printf("  ... and %" PRIu64 " more failures of %s not listed\n",
                   s.failures.load() - stored, r.path->name);
   }
-  std::printf("%s: %" PRIu64 " failure(s)\n", total_failures ? "FAILED" : "PASSED",
-              total_failures);
+  std::printf("%s: %" PRIu64 " failure(s)\n", total_failures ? "FAILED" : "PASSED", total_failures);
   return total_failures ? 1 : 0;
 }

@@ -79,17 +79,21 @@ bool reap(pid_t pid, int64_t deadline, int* status) {
 
 // The exit codes of the survivor processes.
 constexpr int kOk = 0;
-constexpr int kTimedOut = 2;    // the wait gave up: nothing consumed
-constexpr int kLateWake = 3;    // consumed a ring only at its deadline
+constexpr int kTimedOut = 2;  // the wait gave up: nothing consumed
+constexpr int kLateWake = 3;  // consumed a ring only at its deadline
 constexpr int kBadRecord = 4;
 
 const char* exit_meaning(int status) {
   if (!WIFEXITED(status)) return "died of a signal";
   switch (WEXITSTATUS(status)) {
-    case kOk: return "ok";
-    case kTimedOut: return "its wait timed out: the ring never came through (lost wake-up)";
-    case kLateWake: return "woke only at its wait's deadline although rung long before (lost wake-up)";
-    default: return "unexpected exit status";
+    case kOk:
+      return "ok";
+    case kTimedOut:
+      return "its wait timed out: the ring never came through (lost wake-up)";
+    case kLateWake:
+      return "woke only at its wait's deadline although rung long before (lost wake-up)";
+    default:
+      return "unexpected exit status";
   }
 }
 
@@ -131,11 +135,11 @@ void waiter_killed(Context& ctx, char* memory, Control* control) {
   ctx.phase("waiter_killed: waiting for the live waiter after the ring");
   if (!reap(live, now_ns() + 2 * wait_ns, &status) || !WIFEXITED(status) ||
       WEXITSTATUS(status) != kOk) {
-    ctx.fail("waiter_killed: the live waiter %s (%d ring(s) before the other waiter was %s, "
-             "then rung %d with %u waiter(s) counted; victim spin %u)",
-             exit_meaning(status), early_rings,
-             victim_killed ? "killed mid-wait" : "done and reaped", rung_after_kill,
-             waiters_after_kill, victim_spin.iterations);
+    ctx.fail(
+        "waiter_killed: the live waiter %s (%d ring(s) before the other waiter was %s, "
+        "then rung %d with %u waiter(s) counted; victim spin %u)",
+        exit_meaning(status), early_rings, victim_killed ? "killed mid-wait" : "done and reaped",
+        rung_after_kill, waiters_after_kill, victim_spin.iterations);
     return;
   }
   if (bell->waiters() != 0) ctx.note(0, "stale_waiter_counts");
@@ -164,9 +168,12 @@ void ringer_killed(Context& ctx, char* memory, Control* control) {
       pong->wait_for(std::chrono::nanoseconds(wait_ns), spin);
     }
   });
-  // Let them ping-pong a while, then kill the ringer anywhere in ring().
-  sleep_ns(static_cast<int64_t>(rng.below(3000)) * 1000);
-  random_delay(rng, 5000, 0);
+  // Let them ping-pong a while (a random number of exchanges, bounded by a
+  // wait), then kill the ringer anywhere in its loop.
+  const uint64_t exchanges = 1 + rng.below(300);
+  const int64_t start_deadline = ctx.deadline();
+  while (control->acks.load() < exchanges && now_ns() < start_deadline) sleep_ns(100000);
+  random_delay(rng, 5000, 100);
   kill(ringer, SIGKILL);
   int status = 0;
   ctx.phase("ringer_killed: reaping the ringer");
@@ -185,8 +192,7 @@ void ringer_killed(Context& ctx, char* memory, Control* control) {
 void ring_producer(Context& ctx, char* memory, Control* control) {
   Rng& rng = ctx.rng();
   const uint32_t slots = 2u << rng.below(6);  // 2..64
-  Ring ring = Ring::create(memory + kRingOffset, kMemoryBytes - kRingOffset, slots,
-                           sizeof(Record));
+  Ring ring = Ring::create(memory + kRingOffset, kMemoryBytes - kRingOffset, slots, sizeof(Record));
   const int generations = 2 + static_cast<int>(rng.below(3));  // the last one is not killed
   const uint64_t manager_seed = rng.next();
   const uint64_t wanted = 50 + rng.below(200);  // records of the last generation
@@ -233,13 +239,12 @@ void ring_producer(Context& ctx, char* memory, Control* control) {
     const Ring::PopResult got = ring.pop(&rec, sizeof rec, std::chrono::nanoseconds(wait_ns));
     const int64_t elapsed = now_ns() - start;
     if (got.status != Ring::Status::ok || elapsed >= wait_ns) {
-      ctx.fail("ring_producer: pop() %s after %lld ms while producers kept pushing (record %llu, "
-               "generation %lld of %d, slots %u): lost wake-up",
-               got.status == Ring::Status::ok ? "returned a record only at its deadline"
-                                              : "timed out",
-               static_cast<long long>(elapsed / 1000000),
-               static_cast<unsigned long long>(received), static_cast<long long>(last_generation),
-               generations, slots);
+      ctx.fail(
+          "ring_producer: pop() %s after %lld ms while producers kept pushing (record %llu, "
+          "generation %lld of %d, slots %u): lost wake-up",
+          got.status == Ring::Status::ok ? "returned a record only at its deadline" : "timed out",
+          static_cast<long long>(elapsed / 1000000), static_cast<unsigned long long>(received),
+          static_cast<long long>(last_generation), generations, slots);
       break;
     }
     ++received;
@@ -257,10 +262,11 @@ void ring_producer(Context& ctx, char* memory, Control* control) {
       in_order = s == last_seq + 1 || s == last_seq;  // a cut bookkeeping repeats one record
     }
     if (!in_order) {
-      ctx.fail("ring_producer: record (generation %lld, seq %lld) after (generation %lld, seq "
-               "%lld): out of order, lost or duplicated",
-               static_cast<long long>(g), static_cast<long long>(s),
-               static_cast<long long>(last_generation), static_cast<long long>(last_seq));
+      ctx.fail(
+          "ring_producer: record (generation %lld, seq %lld) after (generation %lld, seq "
+          "%lld): out of order, lost or duplicated",
+          static_cast<long long>(g), static_cast<long long>(s),
+          static_cast<long long>(last_generation), static_cast<long long>(last_seq));
       break;
     }
     if (g != last_generation) last_generation_count = 0;

@@ -20,8 +20,8 @@ void event_loop_round(Context& ctx) {
   EventLoop loop;
   // Some rounds keep a periodic timer, so that run_once() returns now and
   // then without a stop (more passes through run()'s check).
-  if (rng.chance(4)) loop.add_timer(std::chrono::microseconds(200), std::chrono::microseconds(200),
-                                    [](uint64_t) {});
+  if (rng.chance(4))
+    loop.add_timer(std::chrono::microseconds(200), std::chrono::microseconds(200), [](uint64_t) {});
   const int cycles = 1 + static_cast<int>(rng.below(16));
   for (int cycle = 0; cycle < cycles; ++cycle) {
     const int variant = static_cast<int>(rng.below(4));  // 0: stop before run()
@@ -47,9 +47,10 @@ void event_loop_round(Context& ctx) {
     }
     ctx.phase("cycle %d variant %d: waiting for run() to return after stop()", cycle, variant);
     if (!returned.wait_until_ns(ctx.deadline())) {
-      ctx.fail("EventLoop::run() did not return within %lld ms of stop() (lost stop; cycle %d, "
-               "variant %d)",
-               static_cast<long long>(ctx.wait_ms()), cycle, variant);
+      ctx.fail(
+          "EventLoop::run() did not return within %lld ms of stop() (lost stop; cycle %d, "
+          "variant %d)",
+          static_cast<long long>(ctx.wait_ms()), cycle, variant);
       ctx.phase("cycle %d: a second stop() to rescue a lost stop", cycle);
       loop.stop();
       if (!returned.wait_until_ns(ctx.deadline())) {
@@ -57,9 +58,9 @@ void event_loop_round(Context& ctx) {
       }
     }
     runner.join();
+    ctx.note(0, "stop_run_cycles");
     if (loop.stop_requested()) {
-      ctx.fail("stop_requested() still true after run() returned because of it (cycle %d)",
-               cycle);
+      ctx.fail("stop_requested() still true after run() returned because of it (cycle %d)", cycle);
       return;
     }
     if (ctx.failed_this_round()) return;  // the loop is suspect: next round, next loop

@@ -56,12 +56,18 @@ struct Round {
 
 const char* point_name(RateLimitRacePoint p) {
   switch (p) {
-    case RateLimitRacePoint::after_load: return "after_load";
-    case RateLimitRacePoint::before_open: return "before_open";
-    case RateLimitRacePoint::after_open: return "after_open";
-    case RateLimitRacePoint::before_add: return "before_add";
-    case RateLimitRacePoint::before_lease_take: return "before_lease_take";
-    case RateLimitRacePoint::before_lease_store: return "before_lease_store";
+    case RateLimitRacePoint::after_load:
+      return "after_load";
+    case RateLimitRacePoint::before_open:
+      return "before_open";
+    case RateLimitRacePoint::after_open:
+      return "after_open";
+    case RateLimitRacePoint::before_add:
+      return "before_add";
+    case RateLimitRacePoint::before_lease_take:
+      return "before_lease_take";
+    case RateLimitRacePoint::before_lease_store:
+      return "before_lease_store";
   }
   return "?";
 }

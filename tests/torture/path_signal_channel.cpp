@@ -29,6 +29,20 @@ namespace {
 
 constexpr int kMaxValues = 256;
 
+// ThreadSanitizer delivers a caught signal through its own handler, which
+// keeps one pending slot per signal number and thread: real-time instances
+// that arrive while one is pending in TSan are dropped before any user
+// handler runs. So under TSan a real-time instance that reached no handler
+// is noted, not failed (duplicates, and instances the channel recorded but
+// did not chain, still fail: chaining is a plain call). Instances that stay
+// queued in the kernel (signalfd) are drained with sigtimedwait, exact in
+// every build.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerDropsSignals = true;
+#else
+constexpr bool kSanitizerDropsSignals = false;
+#endif
+
 std::atomic<uint64_t> g_prev_usr1{0};
 std::atomic<uint32_t> g_prev_rt[kMaxValues];
 std::atomic<uint64_t> g_prev_rt_other{0};
@@ -37,10 +51,16 @@ uint32_t g_channel_rt[kMaxValues];  // consumer thread only
 struct sigaction g_original[3];
 sigset_t g_original_mask;
 
-int rt_signal() { return SIGRTMIN + 3; }
-int signal_at(int i) { return i == 0 ? SIGUSR1 : i == 1 ? SIGUSR2 : rt_signal(); }
+int rt_signal() {
+  return SIGRTMIN + 3;
+}
+int signal_at(int i) {
+  return i == 0 ? SIGUSR1 : i == 1 ? SIGUSR2 : rt_signal();
+}
 
-void prev_usr1(int, siginfo_t*, void*) { g_prev_usr1.fetch_add(1); }
+void prev_usr1(int, siginfo_t*, void*) {
+  g_prev_usr1.fetch_add(1);
+}
 void prev_rt(int, siginfo_t* info, void*) {
   const int v = info->si_value.sival_int;
   if (info->si_code == SI_QUEUE && v >= 0 && v < kMaxValues)
@@ -162,9 +182,10 @@ void signal_channel_round(Context& ctx) {
       struct sigaction now_action;
       sigaction(signal_at(i), nullptr, &now_action);
       if (!same_action(now_action, g_original[i]))
-        ctx.fail("%s channel (chain %d): after stop() the disposition of %s is not the one "
-                 "before the channel",
-                 mechanism, chain, signal_name(signal_at(i)).c_str());
+        ctx.fail(
+            "%s channel (chain %d): after stop() the disposition of %s is not the one "
+            "before the channel",
+            mechanism, chain, signal_name(signal_at(i)).c_str());
     }
     if (!same_mask(current_mask(), mask_during))
       ctx.fail("%s channel: the thread's signal mask changed across the channel's life", mechanism);
@@ -172,7 +193,19 @@ void signal_channel_round(Context& ctx) {
   stop_sending.store(true, std::memory_order_release);
   ctx.phase("%s channel: joining the sender", mechanism);
   sender.join();
-  if (use_signalfd) restore_signal_mask(before_block);
+  if (use_signalfd) {
+    // What the channel left queued in the kernel: take it here, then unblock.
+    sigset_t rt_set;
+    sigemptyset(&rt_set);
+    sigaddset(&rt_set, rt_signal());
+    const timespec zero{0, 0};
+    siginfo_t info;
+    while (sigtimedwait(&rt_set, &info, &zero) > 0) {
+      const int v = info.si_value.sival_int;
+      if (info.si_code == SI_QUEUE && v >= 0 && v < kMaxValues) ++g_channel_rt[v];
+    }
+    restore_signal_mask(before_block);
+  }
   if (!same_mask(current_mask(), g_original_mask))
     ctx.fail("%s channel: the thread's signal mask is not the original after restoring it",
              mechanism);
@@ -180,6 +213,8 @@ void signal_channel_round(Context& ctx) {
   // Every queued instance: exactly once in the channel or the previous
   // handler (chain: exactly once in the previous handler).
   const int sent = rt_sent.load();
+  ctx.note(use_signalfd ? 0 : 1, use_signalfd ? "signalfd_rounds" : "handler_rounds");
+  ctx.note(2, "rt_instances", static_cast<uint64_t>(sent));
   ctx.phase("%s channel: waiting for %d real-time instances to land", mechanism, sent);
   auto settled = [&] {
     for (int v = 0; v < sent; ++v) {
@@ -189,22 +224,27 @@ void signal_channel_round(Context& ctx) {
     }
     return true;
   };
-  const int64_t deadline = ctx.deadline();
+  const int64_t deadline =
+      kSanitizerDropsSignals && !use_signalfd ? now_ns() + 300000000 : ctx.deadline();
   while (!settled() && now_ns() < deadline) sleep_ns(1000000);
   for (int v = 0; v < sent; ++v) {
     const uint32_t prev = g_prev_rt[v].load();
     const uint32_t mine = g_channel_rt[v];
     const bool chained = chain && !use_signalfd;
     const uint32_t total = chained ? prev : prev + mine;
+    if (total == 0 && kSanitizerDropsSignals && !use_signalfd) {
+      ctx.note(3, "rt_dropped_by_tsan");
+      continue;
+    }
     if (total != 1 || (chained && mine > 1)) {
-      const char* verdict = total > 1 || mine > 1 ? "duplicated"
+      const char* verdict = total > 1 || mine > 1  ? "duplicated"
                             : chained && mine == 1 ? "recorded by the channel but never chained "
                                                      "to the previous handler"
                                                    : "lost";
-      ctx.fail("%s channel (chain %d): real-time instance %d of %d seen %u time(s) by the "
-               "channel and %u by the previous handler within %lld ms: %s",
-               mechanism, chain, v, sent, mine, prev, static_cast<long long>(ctx.wait_ms()),
-               verdict);
+      ctx.fail(
+          "%s channel (chain %d): real-time instance %d of %d seen %u time(s) by the "
+          "channel (or left queued) and %u by the previous handler within %lld ms: %s",
+          mechanism, chain, v, sent, mine, prev, static_cast<long long>(ctx.wait_ms()), verdict);
       break;
     }
   }
@@ -221,16 +261,17 @@ void signal_channel_round(Context& ctx) {
   const int64_t usr1_deadline = ctx.deadline();
   while (g_prev_usr1.load() == before && now_ns() < usr1_deadline) sleep_ns(200000);
   if (g_prev_usr1.load() == before)
-    ctx.fail("%s channel: a SIGUSR1 sent after stop() did not reach the previous handler "
-             "within %lld ms",
-             mechanism, static_cast<long long>(ctx.wait_ms()));
+    ctx.fail(
+        "%s channel: a SIGUSR1 sent after stop() did not reach the previous handler "
+        "within %lld ms",
+        mechanism, static_cast<long long>(ctx.wait_ms()));
 }
 
 }  // namespace
 
 const Path kSignalChannelPath{
     "signal_channel",
-    "SignalChannel (signalfd and handler) start/stop while a thread floods signals",
-    setup, signal_channel_round};
+    "SignalChannel (signalfd and handler) start/stop while a thread floods signals", setup,
+    signal_channel_round};
 
 }  // namespace doorbell::torture

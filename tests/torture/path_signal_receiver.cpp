@@ -24,9 +24,13 @@ namespace {
 constexpr int kMaxValues = 256;
 std::atomic<uint32_t> g_seen[kMaxValues];
 
-int rt_signal() { return SIGRTMIN + 4; }
+int rt_signal() {
+  return SIGRTMIN + 4;
+}
 
-void setup(Context&) { block_signals_in_this_thread({SIGUSR1, rt_signal()}); }
+void setup(Context&) {
+  block_signals_in_this_thread({SIGUSR1, rt_signal()});
+}
 
 void signal_receiver_round(Context& ctx) {
   Rng& rng = ctx.rng();
@@ -73,8 +77,7 @@ void signal_receiver_round(Context& ctx) {
           if (stopped.load(std::memory_order_acquire)) late.fetch_add(1);
           callbacks.fetch_add(1);
           const int v = info.si_value.sival_int;
-          if (info.si_signo == rt_signal() && info.si_code == SI_QUEUE && v >= 0 &&
-              v < kMaxValues)
+          if (info.si_signo == rt_signal() && info.si_code == SI_QUEUE && v >= 0 && v < kMaxValues)
             g_seen[v].fetch_add(1);
         },
         options);
@@ -89,6 +92,7 @@ void signal_receiver_round(Context& ctx) {
       ctx.fail("%s receiver: received() says %llu, the callback ran %llu time(s)", method,
                static_cast<unsigned long long>(receiver.received()),
                static_cast<unsigned long long>(callbacks.load()));
+    ctx.note(0, "receivers");
     random_delay(rng, 2000, 500);
   }
   ctx.phase("joining the sender");
@@ -109,6 +113,7 @@ void signal_receiver_round(Context& ctx) {
       g_seen[v].fetch_add(1);
   }
   const int sent = rt_sent.load();
+  ctx.note(1, "rt_instances", static_cast<uint64_t>(sent));
   for (int v = 0; v < sent; ++v) {
     if (g_seen[v].load() != 1) {
       ctx.fail("real-time instance %d of %d landed %u time(s) (receivers + drain)", v, sent,

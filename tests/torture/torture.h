@@ -118,8 +118,8 @@ struct PathShared {
   std::atomic<uint64_t> failures;     // all failures (stored ones are the first 16)
   std::atomic<uint32_t> stored;
   FailureRecord records[kMaxStoredFailures];
-  std::atomic<uint64_t> round;       // the round in progress
-  std::atomic<uint64_t> round_seed;  // its seed
+  std::atomic<uint64_t> round;             // the round in progress
+  std::atomic<uint64_t> round_seed;        // its seed
   std::atomic<int64_t> round_deadline_ns;  // 0: between rounds
   std::atomic<int64_t> path_start_ns;
   char phase[160];  // what the round is doing; read by the orchestrator after a kill
