@@ -1,8 +1,8 @@
 // bell_ring: Bell and Ring across processes (MAP_SHARED memory, fork), with
 // one process killed (SIGKILL) at a random moment. The survivors must not
 // hang, and a live waiter must not lose a wake-up: every wait below has a
-// deadline, and a wait that returns only at its deadline although it was
-// rung well before counts as a lost wake-up.
+// deadline (a fifth of --wait-ms), and a wait that returns only at its
+// deadline although it was rung well before counts as a lost wake-up.
 //
 // Variants (one per round, by seed):
 //  waiter_killed  two processes wait on one Bell; one is killed mid-wait
@@ -97,6 +97,14 @@ const char* exit_meaning(int status) {
   }
 }
 
+// The survivors' waits: a fifth of a round's wait (1 s by default). A timely
+// wake-up takes micro- to milliseconds; a lost one shows as a wait that
+// ends only at its deadline, so a shorter deadline finds it as surely and
+// leaves more of the path's time for further rounds.
+int64_t survivor_wait_ns(const Context& ctx) {
+  return ctx.wait_ns() / 5;
+}
+
 // A wait on `bell` that tells a late wake-up from a timely one.
 int timed_wait(Bell* bell, int64_t wait_ns, Bell::Spin spin) {
   const int64_t start = now_ns();
@@ -110,7 +118,7 @@ void waiter_killed(Context& ctx, char* memory, Control* control) {
   Rng& rng = ctx.rng();
   Bell* bell = Bell::create_at(memory + 128);
   const Bell::Spin victim_spin{static_cast<uint32_t>(rng.chance(2) ? rng.below(20000) : 0)};
-  const int64_t wait_ns = ctx.wait_ns();
+  const int64_t wait_ns = survivor_wait_ns(ctx);
   ctx.phase("waiter_killed: forking the waiters");
   const pid_t victim = spawn([&] {
     bell->wait(victim_spin);
@@ -150,7 +158,7 @@ void ringer_killed(Context& ctx, char* memory, Control* control) {
   Rng& rng = ctx.rng();
   Bell* ping = Bell::create_at(memory + 128);
   Bell* pong = Bell::create_at(memory + 132);
-  const int64_t wait_ns = ctx.wait_ns();
+  const int64_t wait_ns = survivor_wait_ns(ctx);
   const Bell::Spin spin{static_cast<uint32_t>(rng.chance(2) ? rng.below(5000) : 0)};
   ctx.phase("ringer_killed: forking");
   const pid_t survivor = spawn([&] {
@@ -196,7 +204,7 @@ void ring_producer(Context& ctx, char* memory, Control* control) {
   const int generations = 2 + static_cast<int>(rng.below(3));  // the last one is not killed
   const uint64_t manager_seed = rng.next();
   const uint64_t wanted = 50 + rng.below(200);  // records of the last generation
-  const int64_t wait_ns = ctx.wait_ns();
+  const int64_t wait_ns = survivor_wait_ns(ctx);
   ctx.phase("ring_producer: forking the manager");
   const pid_t manager = spawn([&] {
     Rng r(manager_seed);
