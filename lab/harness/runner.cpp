@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 
 namespace doorbell::lab {
 
@@ -228,6 +229,10 @@ RunResults run_scenarios(const RunOptions& options, const std::vector<const Scen
   }
   progress.clear();
   results.wall_s = static_cast<double>(monotonic_ns() - start) / 1e9;
+  {
+    std::ifstream loadavg("/proc/loadavg");
+    std::getline(loadavg, results.environment.load_average_after);
+  }
   results.ratios = compute_ratios(results.scenarios);
   return results;
 }
