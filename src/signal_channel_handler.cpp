@@ -47,6 +47,7 @@
 
 #include "doorbell/event_notifier.h"
 #include "signal_channel_backend.h"
+#include "signal_channel_hooks.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 
@@ -219,6 +220,13 @@ std::atomic<HandlerCore*> g_cores[kMaxCores];
 SignalSlot g_slots[kMaxSignal + 1];
 std::atomic<int> g_active{0};
 std::mutex g_mutex;
+// Test seam (signal_channel_hooks.h). Relaxed: a test installs the hook
+// before it provokes the race, and the hook synchronises on its own.
+std::atomic<SignalChannelHook> g_hook{nullptr};
+
+void race_point(SignalChannelRacePoint point, int signo) noexcept {
+  if (const SignalChannelHook hook = g_hook.load(std::memory_order_relaxed)) hook(point, signo);
+}
 
 void resend_to_self(int signo, siginfo_t* info) noexcept {
   // The signal is blocked while we run (sa_mask is full), so it stays
@@ -235,6 +243,7 @@ void on_signal(int signo, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   // seq_cst: ordered before the loads of g_cores (see the essay above).
   g_active.fetch_add(1, std::memory_order_seq_cst);
+  race_point(SignalChannelRacePoint::handler_counted, signo);
   bool taken = false;
   if (signo > 0 && signo <= kMaxSignal) {
     for (auto& slot : g_cores) {
@@ -372,6 +381,7 @@ class HandlerBackend final : public SignalBackend {
     if (::sigaction(signo, nullptr, &current) != 0) sys::fatal("sigaction(query)", errno);
     // Someone replaced our handler meanwhile: theirs stays.
     if (!is_ours(current)) return;
+    race_point(SignalChannelRacePoint::stop_before_restore, signo);
     const struct sigaction* previous = slot.previous.load(std::memory_order_relaxed);
     if (::sigaction(signo, previous, nullptr) != 0) sys::fatal("sigaction(restore)", errno);
   }
@@ -388,6 +398,10 @@ class HandlerBackend final : public SignalBackend {
 std::unique_ptr<SignalBackend> make_handler_backend(const std::vector<int>& signals,
                                                     const SignalChannel::Options& options) {
   return std::make_unique<HandlerBackend>(signals, options);
+}
+
+void set_signal_channel_hook(SignalChannelHook hook) noexcept {
+  g_hook.store(hook, std::memory_order_relaxed);
 }
 
 void handler_backend_after_fork_in_child() noexcept {

@@ -6,19 +6,35 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <new>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include "sys/pidfd.h"
 #include "sys/proc.h"
+#include "tests/signal_test_support.h"
+
+namespace doorbell::detail {
+// The seam declared in thread_broadcast.h: swaps the broadcaster's pidfd.
+struct ThreadBroadcasterTestAccess {
+  static void replace_pidfd(ThreadBroadcaster& broadcaster, int pidfd) {
+    if (broadcaster.pidfd_ >= 0) ::close(broadcaster.pidfd_);
+    broadcaster.pidfd_ = pidfd;
+  }
+};
+}  // namespace doorbell::detail
 
 namespace {
 
@@ -263,6 +279,200 @@ TEST(ThreadBroadcaster, ReportsAProcessThatExited) {
   kill_and_reap(child);
   // The pidfd still names the reaped process; /proc no longer lists it.
   EXPECT_THROW(broadcaster.send(SIGWINCH), std::system_error);
+}
+
+// ---------------------------------------------------------------- failures halfway
+
+// Shared between the test, the target and the sender (MAP_SHARED).
+struct PartialShared {
+  std::atomic<int> ready{0};
+  std::atomic<int> handled{0};     // tokens the target's main thread claimed
+  std::atomic<int> duplicates{0};  // tokens it refused as already seen
+};
+PartialShared* g_partial = nullptr;
+BroadcastToken g_partial_token;
+
+void partial_handler(int, siginfo_t* info, void*) {
+  const int saved_errno = errno;
+  if (g_partial_token.claim(info))
+    g_partial->handled.fetch_add(1);
+  else
+    g_partial->duplicates.fetch_add(1);
+  errno = saved_errno;
+}
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// A broadcast that fails after reaching some threads (here EPERM: the
+// target's main thread runs as uid 1000, its other thread as root, and the
+// sender as uid 1000 without CAP_KILL; the kernel checks each thread's
+// credentials) has put its token on the wire. The next broadcast must carry
+// a new token: reusing it makes every thread that got the first one drop
+// the next event as a duplicate.
+TEST(ThreadBroadcaster, PartialBroadcastFailure_NextEventDelivered) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the target's threads different uids";
+  const int signo = SIGRTMIN + 4;
+  void* shared = ::mmap(nullptr, sizeof(PartialShared), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  g_partial = new (shared) PartialShared;
+
+  const pid_t target = ::fork();
+  ASSERT_GE(target, 0);
+  if (target == 0) {
+    struct sigaction action {};
+    action.sa_sigaction = partial_handler;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(signo, &action, nullptr);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);  // the root thread blocks it anyway
+    pthread_t thread;
+    ::pthread_create(
+        &thread, nullptr,
+        [](void*) -> void* {
+          for (;;) ::pause();
+        },
+        nullptr);
+    ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    // This thread only (the raw system call; glibc's wrapper changes all).
+    if (::syscall(SYS_setresuid, 1000, 1000, 1000) != 0) ::_exit(20);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // after the uid change, which clears it
+    g_partial->ready.store(1);
+    for (;;) ::pause();
+  }
+  ASSERT_TRUE(wait_until([] { return g_partial->ready.load() == 1; }, std::chrono::seconds(10)));
+
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [&] {
+        if (::syscall(SYS_setresuid, 1000, 1000, 1000) != 0) return 21;  // drops CAP_KILL
+        ThreadBroadcaster broadcaster(target);
+        for (int round = 1; round <= 2; ++round) {
+          try {
+            broadcaster.send(signo);
+            return 30 + round;  // no partial failure: the setup is wrong
+          } catch (const std::system_error& e) {
+            if (e.code().value() != EPERM) return 40 + round;
+          }
+          // The main thread (first in the listing) was reached before the
+          // root thread refused.
+          if (!wait_until([&] { return g_partial->handled.load() >= round; },
+                          std::chrono::seconds(5)))
+            return 50 + round;
+        }
+        return 0;
+      },
+      std::chrono::seconds(30));
+  kill_and_reap(target);
+  ASSERT_FALSE(outcome.timed_out);
+  ASSERT_TRUE(WIFEXITED(outcome.status)) << doorbell::testing::describe_wait_status(outcome.status);
+  EXPECT_NE(WEXITSTATUS(outcome.status), 51) << "the first broadcast never reached the main thread";
+  EXPECT_EQ(WEXITSTATUS(outcome.status), 0)
+      << "handled " << g_partial->handled.load() << ", dropped as duplicates "
+      << g_partial->duplicates.load()
+      << (WEXITSTATUS(outcome.status) == 52
+              ? ": the broadcast after the partial failure reused its token"
+              : "");
+  EXPECT_EQ(g_partial->duplicates.load(), 0);
+  ::munmap(shared, sizeof(PartialShared));
+}
+
+// ---------------------------------------------------------------- process identity
+
+// A child whose threads all block `signo`, so that a signal sent to them
+// stays pending where /proc shows it (SigPnd). Dies with the test.
+pid_t spawn_blocking_child(int threads, int signo) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t child = ::fork();
+  if (child != 0) {
+    ::close(ready[1]);
+    char byte;
+    while (::read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::close(ready[0]);
+    return child;
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signo);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by the threads
+  for (int i = 0; i < threads; ++i) {
+    pthread_t thread;
+    ::pthread_create(
+        &thread, nullptr,
+        [](void*) -> void* {
+          for (;;) ::pause();
+        },
+        nullptr);
+  }
+  ::write(ready[1], "r", 1);
+  for (;;) ::pause();
+}
+
+// The threads of pid that have signo pending (thread-directed).
+int threads_with_pending(pid_t pid, int signo) {
+  int count = 0;
+  for (const pid_t tid : doorbell::sys::list_threads(pid)) {
+    const auto state = doorbell::sys::read_thread_signal_state(pid, tid);
+    if (state && sigismember(&state->pending, signo) == 1) ++count;
+  }
+  return count;
+}
+
+// The broadcaster's target exited and its PID now names a stranger: the
+// broadcaster holds the pidfd of the exited process while /proc/PID/task
+// lists the stranger's threads. Built here with the seam: a broadcaster for
+// the stranger's PID given the pidfd of a process that has exited. Nothing
+// may reach the stranger: the pidfd must be asked before the listing is
+// used.
+TEST(ThreadBroadcaster, TargetExited_RecycledPidNeverSignalled) {
+  const int signo = SIGUSR1;
+  const pid_t stranger = spawn_blocking_child(3, signo);
+  ASSERT_GT(stranger, 0);
+  const int stranger_threads = static_cast<int>(doorbell::sys::list_threads(stranger).size());
+  ASSERT_GE(stranger_threads, 4);
+
+  const pid_t exited = ::fork();
+  ASSERT_GE(exited, 0);
+  if (exited == 0) ::_exit(0);
+  doorbell::sys::UniqueFd exited_pidfd = doorbell::sys::pidfd_open(exited);
+  int status = 0;
+  ASSERT_EQ(::waitpid(exited, &status, 0), exited);
+
+  ThreadBroadcaster broadcaster(stranger);
+  ASSERT_TRUE(broadcaster.pinned());
+  doorbell::detail::ThreadBroadcasterTestAccess::replace_pidfd(broadcaster, exited_pidfd.release());
+  for (const bool plain : {false, true}) {
+    try {
+      const BroadcastResult result =
+          plain ? broadcaster.send_plain(signo) : broadcaster.send(signo);
+      EXPECT_EQ(result.threads_reached, 0);
+      EXPECT_TRUE(result.process_exited);
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code().value(), ESRCH) << e.what();
+    }
+    EXPECT_EQ(threads_with_pending(stranger, signo), 0)
+        << "a thread of the process that now has the PID got the signal"
+        << (plain ? " (send_plain)" : " (send)");
+  }
+  EXPECT_THROW(broadcaster.send(signo), std::system_error);
+
+  // Positive control: the same check sees a signal that does arrive.
+  ThreadBroadcaster honest(stranger);
+  EXPECT_EQ(honest.send(signo).threads_reached, stranger_threads);
+  EXPECT_EQ(threads_with_pending(stranger, signo), stranger_threads);
+  kill_and_reap(stranger);
 }
 
 TEST(StopEveryThread, StopsAndContinuesABusyProcess) {

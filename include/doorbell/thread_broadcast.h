@@ -62,6 +62,13 @@
 
 namespace doorbell {
 
+namespace detail {
+// Test seam: lets a test give a broadcaster the pidfd of a process that has
+// exited, which is what a broadcaster holds after its target exited and the
+// PID was reused (defined by the test, not by the library).
+struct ThreadBroadcasterTestAccess;
+}  // namespace detail
+
 // What one broadcast did.
 struct BroadcastResult {
   int threads_reached = 0;      // tgkill / rt_tgsigqueueinfo returned 0
@@ -161,6 +168,7 @@ class ThreadBroadcaster {
   uint64_t last_token() const noexcept { return BroadcastToken::kMarker | sequence_; }
 
  private:
+  friend struct detail::ThreadBroadcasterTestAccess;
   BroadcastResult broadcast(int signo, bool with_info, uint64_t value);
   pid_t pid_;
   Options options_;
