@@ -216,6 +216,14 @@ TYPED_TEST(SignalChannelTest, StopKeepsEarlierEventsAndTakesNoMore) {
   // is dropped by the restored disposition instead of killing us.
   ::signal(signo, SIG_IGN);
   auto channel = this->make({signo});
+  // Positive control for the check after stop(): the same 50 ms wait sees a
+  // signal sent the same way. A signal sent to oneself is recorded (or
+  // pending in the kernel) before sigqueue() returns, so the wait's length
+  // is not what makes the later check pass.
+  ASSERT_EQ(sigqueue_value(signo, 0), 0);
+  const auto control = channel.receive(50ms);
+  ASSERT_TRUE(control.has_value()) << "the wait used below misses a signal that did arrive";
+  EXPECT_EQ(control->value, 0u);
   ASSERT_EQ(sigqueue_value(signo, 1), 0);
   ASSERT_TRUE(readable(channel.fd(), 5000));
   channel.stop();

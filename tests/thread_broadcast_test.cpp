@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <new>
 #include <stdexcept>
 #include <system_error>
@@ -89,6 +90,79 @@ TEST(BroadcastToken, SignalsWithoutATokenAreAlwaysHandled) {
   EXPECT_TRUE(token.claim(&foreign_sigqueue));
   EXPECT_TRUE(token.claim(nullptr));
   EXPECT_EQ(token.duplicates(), 0u);
+}
+
+TEST(BroadcastToken, IsTokenChecksTheMarkerByte) {
+  EXPECT_TRUE(BroadcastToken::is_token(BroadcastToken::kMarker | 1));
+  EXPECT_TRUE(BroadcastToken::is_token(BroadcastToken::kMarker | BroadcastToken::kSequenceMask));
+  EXPECT_FALSE(BroadcastToken::is_token(0));
+  EXPECT_FALSE(BroadcastToken::is_token(1));
+  EXPECT_FALSE(BroadcastToken::is_token(BroadcastToken::kSequenceMask));
+  EXPECT_FALSE(BroadcastToken::is_token((BroadcastToken::kMarker ^ (1ull << 56)) | 1));
+  EXPECT_FALSE(BroadcastToken::is_token(~0ull));
+  // A value that is not a token is never refused, however often it comes.
+  BroadcastToken token;
+  EXPECT_TRUE(token.claim_token(5));
+  EXPECT_TRUE(token.claim_token(5));
+  EXPECT_EQ(token.claimed(), 0u);
+}
+
+// Signals sent to this process in these tests stay pending on the main
+// thread, which blocks them, and are read back with sigtimedwait(). The
+// disposition is SIG_IGN so that a copy reaching another thread (a
+// sanitizer's) is dropped instead of killing the test.
+struct PendingOnMainThread {
+  explicit PendingOnMainThread(int signo) : signo(signo) {
+    ::signal(signo, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+  // The next instance, or si_signo 0 when none came within 5 s.
+  siginfo_t next() {
+    siginfo_t info{};
+    const timespec limit{5, 0};
+    if (::sigtimedwait(&set, &info, &limit) != signo) info.si_signo = 0;
+    return info;
+  }
+  int signo;
+  sigset_t set;
+};
+
+TEST(ThreadBroadcaster, SendWithValueCarriesTheValue) {
+  PendingOnMainThread pending(SIGRTMIN + 2);
+  ThreadBroadcaster broadcaster(::getpid());
+  for (const uint64_t value :
+       std::initializer_list<uint64_t>{0, 42, BroadcastToken::kMarker | 5, ~uint64_t{0}}) {
+    const BroadcastResult result = broadcaster.send_with_value(pending.signo, value);
+    EXPECT_EQ(result.token, value);
+    EXPECT_GE(result.threads_reached, 1);
+    EXPECT_TRUE(result.complete);
+    const siginfo_t info = pending.next();
+    ASSERT_EQ(info.si_signo, pending.signo) << "value " << value << " never arrived";
+    EXPECT_EQ(info.si_code, SI_QUEUE);
+    EXPECT_EQ(info.si_pid, ::getpid());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(info.si_value.sival_ptr), value);
+  }
+  EXPECT_EQ(broadcaster.last_token(), 0u) << "send_with_value must not use the token sequence";
+}
+
+TEST(ThreadBroadcaster, LastTokenIsTheTokenOfTheLastSend) {
+  PendingOnMainThread pending(SIGRTMIN + 2);
+  ThreadBroadcaster broadcaster(::getpid());
+  EXPECT_EQ(broadcaster.last_token(), 0u) << "before the first send()";
+  for (uint64_t sequence = 1; sequence <= 3; ++sequence) {
+    const BroadcastResult result = broadcaster.send(pending.signo);
+    EXPECT_EQ(result.token, BroadcastToken::kMarker | sequence);
+    EXPECT_TRUE(BroadcastToken::is_token(result.token));
+    EXPECT_EQ(broadcaster.last_token(), result.token);
+    const siginfo_t info = pending.next();
+    ASSERT_EQ(info.si_signo, pending.signo);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(info.si_value.sival_ptr), result.token);
+  }
+  broadcaster.send_with_value(pending.signo, 7);
+  EXPECT_EQ(broadcaster.last_token(), BroadcastToken::kMarker | 3);
+  (void)pending.next();
 }
 
 TEST(ThreadBroadcaster, RejectsBadArguments) {
@@ -253,13 +327,67 @@ void kill_and_reap(pid_t child) {
   }
 }
 
+// A child whose threads all block `signals`, so that a signal sent to one of
+// them stays pending on that thread, where /proc shows it (SigPnd). Busy
+// threads spin; the others sleep. Dies with the test.
+pid_t spawn_blocking_child(int threads, std::initializer_list<int> signals, bool busy = false) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t child = ::fork();
+  if (child != 0) {
+    ::close(ready[1]);
+    char byte;
+    while (::read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::close(ready[0]);
+    return child;
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int signo : signals) sigaddset(&set, signo);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by the threads
+  for (int i = 0; i < threads; ++i) {
+    pthread_t thread;
+    if (busy) {
+      ::pthread_create(
+          &thread, nullptr,
+          [](void*) -> void* {
+            for (;;) spin(1000000);
+          },
+          nullptr);
+    } else {
+      ::pthread_create(
+          &thread, nullptr,
+          [](void*) -> void* {
+            for (;;) ::pause();
+          },
+          nullptr);
+    }
+  }
+  ::write(ready[1], "r", 1);
+  for (;;) ::pause();
+}
+
+// The threads of pid that have signo pending (thread-directed).
+int threads_with_pending(pid_t pid, int signo) {
+  int count = 0;
+  for (const pid_t tid : doorbell::sys::list_threads(pid)) {
+    const auto state = doorbell::sys::read_thread_signal_state(pid, tid);
+    if (state && sigismember(&state->pending, signo) == 1) ++count;
+  }
+  return count;
+}
+
 TEST(ThreadBroadcaster, ReachesEveryThreadOfAnotherProcess) {
-  const pid_t child = spawn_busy_child(6);
+  // Every thread of the child blocks the two signals, so each copy stays
+  // pending on the thread it reached: /proc then shows which threads got it
+  // (the library's own count alone would not).
+  const pid_t child = spawn_blocking_child(6, {SIGWINCH, SIGURG}, /*busy=*/true);
   ASSERT_GT(child, 0);
-  // 7 threads, plus a sanitizer's own thread where there is one.
   const int threads = static_cast<int>(doorbell::sys::list_threads(child).size());
   ASSERT_GE(threads, 7);
-  // SIGWINCH is ignored by default, so the child survives 7 of them.
+  ASSERT_EQ(threads_with_pending(child, SIGWINCH), 0);
   ThreadBroadcaster broadcaster(child);
   const BroadcastResult result = broadcaster.send(SIGWINCH);
   EXPECT_EQ(result.threads_reached, threads);
@@ -267,8 +395,13 @@ TEST(ThreadBroadcaster, ReachesEveryThreadOfAnotherProcess) {
   EXPECT_TRUE(result.complete);
   EXPECT_GE(result.listings, 2);  // the second listing confirms nothing new appeared
   EXPECT_FALSE(result.process_exited);
-  const BroadcastResult plain = broadcaster.send_plain(SIGWINCH);
+  EXPECT_EQ(threads_with_pending(child, SIGWINCH), threads)
+      << "not every thread of the target has the signal pending";
+  ASSERT_EQ(threads_with_pending(child, SIGURG), 0);
+  const BroadcastResult plain = broadcaster.send_plain(SIGURG);
   EXPECT_EQ(plain.threads_reached, threads);
+  EXPECT_EQ(threads_with_pending(child, SIGURG), threads)
+      << "not every thread of the target has the plain signal pending";
   kill_and_reap(child);
 }
 
@@ -388,48 +521,6 @@ TEST(ThreadBroadcaster, PartialBroadcastFailure_NextEventDelivered) {
 
 // ---------------------------------------------------------------- process identity
 
-// A child whose threads all block `signo`, so that a signal sent to them
-// stays pending where /proc shows it (SigPnd). Dies with the test.
-pid_t spawn_blocking_child(int threads, int signo) {
-  int ready[2];
-  if (::pipe(ready) != 0) return -1;
-  const pid_t child = ::fork();
-  if (child != 0) {
-    ::close(ready[1]);
-    char byte;
-    while (::read(ready[0], &byte, 1) < 0 && errno == EINTR) {
-    }
-    ::close(ready[0]);
-    return child;
-  }
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, signo);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by the threads
-  for (int i = 0; i < threads; ++i) {
-    pthread_t thread;
-    ::pthread_create(
-        &thread, nullptr,
-        [](void*) -> void* {
-          for (;;) ::pause();
-        },
-        nullptr);
-  }
-  ::write(ready[1], "r", 1);
-  for (;;) ::pause();
-}
-
-// The threads of pid that have signo pending (thread-directed).
-int threads_with_pending(pid_t pid, int signo) {
-  int count = 0;
-  for (const pid_t tid : doorbell::sys::list_threads(pid)) {
-    const auto state = doorbell::sys::read_thread_signal_state(pid, tid);
-    if (state && sigismember(&state->pending, signo) == 1) ++count;
-  }
-  return count;
-}
-
 // The broadcaster's target exited and its PID now names a stranger: the
 // broadcaster holds the pidfd of the exited process while /proc/PID/task
 // lists the stranger's threads. Built here with the seam: a broadcaster for
@@ -438,7 +529,7 @@ int threads_with_pending(pid_t pid, int signo) {
 // used.
 TEST(ThreadBroadcaster, TargetExited_RecycledPidNeverSignalled) {
   const int signo = SIGUSR1;
-  const pid_t stranger = spawn_blocking_child(3, signo);
+  const pid_t stranger = spawn_blocking_child(3, {signo});
   ASSERT_GT(stranger, 0);
   const int stranger_threads = static_cast<int>(doorbell::sys::list_threads(stranger).size());
   ASSERT_GE(stranger_threads, 4);
@@ -490,12 +581,20 @@ TEST(StopEveryThread, StopsAndContinuesABusyProcess) {
   // waitpid reports the stop when the last thread has stopped.
   EXPECT_TRUE(doorbell::all_threads_stopped(child));
 
+  // Positive control for the check after SIGCONT: stopped threads do not
+  // dequeue, so SIGSTOPs sent now stay queued on every thread, and /proc
+  // shows them.
+  EXPECT_EQ(doorbell::stop_every_thread(child).threads_reached, threads);
+  EXPECT_EQ(threads_with_pending(child, SIGSTOP), threads);
+
   doorbell::continue_process(child);
+  // SIGCONT discards every queued stop signal of every thread when it is
+  // sent, so none is left to stop the process again. Read at once: no
+  // interval to wait out, so a slow machine cannot make this pass.
+  EXPECT_EQ(threads_with_pending(child, SIGSTOP), 0)
+      << "a SIGSTOP survived SIGCONT: the process will stop again";
   ASSERT_EQ(::waitpid(child, &status, WCONTINUED), child);
   EXPECT_TRUE(WIFCONTINUED(status));
-  // SIGCONT discarded the SIGSTOPs still queued on the other threads: the
-  // process keeps running (no second stop within a generous interval).
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(::waitpid(child, &status, WUNTRACED | WNOHANG), 0);
   EXPECT_FALSE(doorbell::all_threads_stopped(child));
   kill_and_reap(child);
