@@ -167,7 +167,7 @@ pid_t owner_of(std::string_view name) {
   const std::size_t dash = rest.rfind('-');
   if (dash == std::string_view::npos || dash == 0 || dash + 1 == rest.size()) return 0;
   for (char c : rest.substr(0, dash))
-    if (c < 'a' || c > 'z') return 0;
+    if ((c < 'a' || c > 'z') && (c < '0' || c > '9')) return 0;
   long pid = 0;
   for (char c : rest.substr(dash + 1)) {
     if (c < '0' || c > '9' || pid > 100'000'000) return 0;
@@ -296,7 +296,8 @@ int EventFormats::id(const char* system, const char* event) const {
 
 Instance::Instance(std::string_view purpose) {
   for (char c : purpose)
-    if (c < 'a' || c > 'z') throw std::invalid_argument("tracefs instance purpose: a-z only");
+    if ((c < 'a' || c > 'z') && (c < '0' || c > '9'))
+      throw std::invalid_argument("tracefs instance purpose: a-z and 0-9 only");
   const TracingDir& dir = tracing_dir();
   removed_stale_ = remove_stale_instances();
   name_ = std::string(kInstancePrefix) + std::string(purpose) + "-" + std::to_string(::getpid());

@@ -132,8 +132,8 @@ class EventFormats {
 class Instance {
  public:
   // Creates kInstancePrefix<purpose>-<getpid()>; purpose is lower-case
-  // letters. Throws TracefsError (no tracefs, no permission: EACCES/EPERM say
-  // "run as root") or std::system_error.
+  // letters and digits ("trace", "e2e"). Throws TracefsError (no tracefs, no permission:
+  // EACCES/EPERM say "run as root") or std::system_error.
   explicit Instance(std::string_view purpose);
   ~Instance();
   Instance(const Instance&) = delete;
