@@ -12,7 +12,6 @@ namespace doorbell::lab {
 
 using nlohmann::json;
 
-
 namespace {
 
 json summary_json(const Summary& s) {
