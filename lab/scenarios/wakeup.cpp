@@ -31,21 +31,6 @@ namespace {
 using wakeup::Channel;
 using wakeup::Where;
 
-// The CPU role 1 gets in a forked child, chosen like Context::pin_thread.
-int peer_cpu(const Context& ctx, const std::vector<int>& cpus) {
-  if (ctx.pinning() == Pinning::none || cpus.empty()) return -1;
-  if (ctx.pinning() == Pinning::other_core && cpus.size() > 1) return cpus[1];
-  return cpus[0];
-}
-
-void pin_self(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);
-}
-
 struct Control {
   std::atomic<uint32_t> stop{0};
   std::atomic<uint64_t> delivered{0};
@@ -120,14 +105,14 @@ void run_rtt_processes(Context& ctx, const std::string& method) {
   auto back = wakeup::make_channel(method, Where::processes, 1, arena);
   auto* control = new (arena.take(sizeof(Control))) Control();
   auto* ready = new (arena.take(sizeof(std::atomic<int>))) std::atomic<int>(0);
-  const int cpu = peer_cpu(ctx, allowed_cpus());
+  const int cpu = ctx.cpu_for_role(1);
   ctx.pin_thread(0);
   back->attach_receiver();
   back->set_target(::getpid(), ::getpid());
   const pid_t child = ::fork();
   if (child < 0) sys::throw_errno("fork");
   if (child == 0) {
-    pin_self(cpu);
+    pin_to_cpu(cpu);
     forward->attach_receiver();
     ready->store(1, std::memory_order_release);
     rtt_peer(*forward, *back, *control);
@@ -254,12 +239,12 @@ void run_data(Context& ctx, bool use_ring) {
   // out, what is left pending is taken before the mask comes back.
   ScopedMask block(SIG_BLOCK, set);
   ScopedDrain drain(signo);
-  const int cpu = peer_cpu(ctx, allowed_cpus());
+  const int cpu = ctx.cpu_for_role(1);
   ctx.pin_thread(0);
   const pid_t child = ::fork();
   if (child < 0) sys::throw_errno("fork");
   if (child == 0) {
-    pin_self(cpu);
+    pin_to_cpu(cpu);
     Ring ring = Ring::attach(ring_memory, ring_bytes);
     shared->ready.store(1, std::memory_order_release);
     uint64_t expected = 0;
