@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "deadline.h"
 #include "doorbell/signal_channel.h"
 #include "sys/error.h"
 #include "sys/pidfd.h"
@@ -212,14 +213,15 @@ ExitStatus ChildProcess::wait() {
 
 std::optional<ExitStatus> ChildProcess::wait_for(std::chrono::nanoseconds timeout) {
   if (auto status = try_wait()) return status;
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + timeout;
+  // Saturated: a timeout past the clock's range waits without a limit.
+  const auto deadline = detail::deadline_after(timeout);
   for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return try_wait();
+    // -1: no limit; 0: the deadline has passed; else capped at INT_MAX ms.
+    const int wait_ms = detail::poll_timeout_ms(deadline);
+    if (wait_ms == 0) return try_wait();
     if (pidfd_ >= 0) {
       pollfd p{pidfd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      if (::poll(&p, 1, wait_ms) < 0 && errno != EINTR) {
         sys::throw_errno("ChildProcess::wait_for: poll");
       }
     } else {

@@ -22,9 +22,24 @@ using DeadlineClock = std::chrono::steady_clock;  // CLOCK_MONOTONIC on Linux
 DeadlineClock::time_point saturating_add(DeadlineClock::time_point start,
                                          std::chrono::nanoseconds timeout) noexcept;
 
+// `timeout` in nanoseconds, clamped to nanoseconds::min()/max() instead of
+// overflowing (milliseconds::max() converts to nanoseconds::max()).
+template <class Rep, class Period>
+constexpr std::chrono::nanoseconds saturating_nanoseconds(
+    std::chrono::duration<Rep, Period> timeout) noexcept {
+  using Duration = std::chrono::duration<Rep, Period>;
+  using std::chrono::nanoseconds;
+  if (timeout >= std::chrono::duration_cast<Duration>(nanoseconds::max()))
+    return nanoseconds::max();
+  if (timeout <= std::chrono::duration_cast<Duration>(nanoseconds::min()))
+    return nanoseconds::min();
+  return std::chrono::duration_cast<nanoseconds>(timeout);
+}
+
 // DeadlineClock::now() + timeout, saturated. time_point::max() means "never".
-inline DeadlineClock::time_point deadline_after(std::chrono::nanoseconds timeout) noexcept {
-  return saturating_add(DeadlineClock::now(), timeout);
+template <class Rep, class Period>
+DeadlineClock::time_point deadline_after(std::chrono::duration<Rep, Period> timeout) noexcept {
+  return saturating_add(DeadlineClock::now(), saturating_nanoseconds(timeout));
 }
 
 // The timeout argument for poll(2)/epoll_wait(2) that waits towards

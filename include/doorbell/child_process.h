@@ -98,7 +98,10 @@ class ChildProcess {
   std::optional<ExitStatus> try_wait();
   // Waits until the child exits and reaps it (EINTR retried).
   ExitStatus wait();
-  // Waits up to `timeout`; nullopt when it is still running then.
+  // Waits up to `timeout`; nullopt when it is still running then. Any
+  // timeout is honoured: one too large for the clock (nanoseconds::max())
+  // means no limit, and one beyond poll's int milliseconds (~24.8 days) is
+  // waited out in several polls.
   std::optional<ExitStatus> wait_for(std::chrono::nanoseconds timeout);
 
   // The status once reaped.
