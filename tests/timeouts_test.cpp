@@ -54,8 +54,8 @@ struct Pipe {
 };
 
 // Each case: kTimeouts waits, wait(which) blocks with the which-th huge
-// timeout and returns whether it got the event; deliver() makes the event
-// happen (from another thread than the waiter's).
+// timeout and returns whether it got the event; deliver(which) makes the
+// event happen (from another thread than the waiter's).
 
 struct BellCase {
   static constexpr int kTimeouts = 2;
@@ -68,7 +68,7 @@ struct BellCase {
     return which == 0 ? bell.wait_for(nanoseconds::max())
                       : bell.wait_until(doorbell::Bell::Clock::time_point::max());
   }
-  void deliver() { bell.ring(); }
+  void deliver(int) { bell.ring(); }
 };
 
 struct RingCase {
@@ -85,9 +85,7 @@ struct RingCase {
   std::size_t bytes = doorbell::Ring::bytes_needed(kSlots, kSlotBytes);
   std::unique_ptr<void, Free> memory{std::aligned_alloc(64, (bytes + 63) / 64 * 64)};
   doorbell::Ring ring = doorbell::Ring::create(memory.get(), bytes, kSlots, kSlotBytes);
-  int which = 0;
-  bool wait(int w) {
-    which = w;
+  bool wait(int which) {
     char record[kSlotBytes] = "x";
     if (which == 0) {
       return ring.pop(record, sizeof record, nanoseconds::max()).status ==
@@ -97,7 +95,7 @@ struct RingCase {
       if (ring.try_push(record, 1) != doorbell::Ring::Status::ok) return false;
     return ring.push(record, 1, nanoseconds::max()) == doorbell::Ring::Status::ok;
   }
-  void deliver() {
+  void deliver(int which) {
     char record[kSlotBytes] = "y";
     if (which == 0) {
       ring.try_push(record, 1);
@@ -120,13 +118,19 @@ struct SignalChannelCase {
     options.mechanism = doorbell::SignalMechanism::handler;
     return options;
   }
-  doorbell::SignalChannel channel{{SIGUSR1}, handler_mechanism()};
+  // One channel for the whole test: each channel installs and restores the
+  // handler, and the process-wide state that leaves is not under test here.
+  static doorbell::SignalChannel& channel() {
+    static doorbell::SignalChannel the_channel{{SIGUSR1}, handler_mechanism()};
+    return the_channel;
+  }
+  SignalChannelCase() { channel(); }  // created before the waiter thread
   bool wait(int which) {
     const auto event =
-        which == 0 ? channel.receive(nanoseconds::max()) : channel.receive(kThirtyDays);
+        which == 0 ? channel().receive(nanoseconds::max()) : channel().receive(kThirtyDays);
     return event && event->signal == SIGUSR1;
   }
-  void deliver() { ::kill(::getpid(), SIGUSR1); }
+  void deliver(int) { ::kill(::getpid(), SIGUSR1); }
 };
 
 struct ChildProcessCase {
@@ -150,7 +154,7 @@ struct ChildProcessCase {
         which == 0 ? child.wait_for(nanoseconds::max()) : child.wait_for(kThirtyDays);
     return status && status->success();
   }
-  void deliver() { input.close_write(); }
+  void deliver(int) { input.close_write(); }
 };
 
 struct EventLoopCase {
@@ -181,7 +185,7 @@ struct EventLoopCase {
                                               : milliseconds(int64_t{1} << 32);
     return loop.run_once(timeout) == 1 && readable;
   }
-  void deliver() { (void)!::write(pipe.w, "x", 1); }
+  void deliver(int) { (void)!::write(pipe.w, "x", 1); }
 };
 
 template <class Case>
@@ -217,7 +221,7 @@ TYPED_TEST(HugeTimeout, HugeTimeoutWaitsInsteadOfExpiring) {
     std::this_thread::sleep_for(50ms);
     EXPECT_FALSE(done.load(std::memory_order_acquire))
         << what << " returned within 50 ms, before the event (the deadline overflowed)";
-    the_case.deliver();
+    the_case.deliver(which);
     // Watchdog: a wait that misses the event would hang; fail clearly.
     const auto give_up = std::chrono::steady_clock::now() + 30s;
     while (!done.load(std::memory_order_acquire)) {
