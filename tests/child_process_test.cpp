@@ -183,6 +183,54 @@ std::string read_to_end(int fd) {
   return out;
 }
 
+TEST(ChildProcess, StderrFdAloneIsTheChildsStderr) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  doorbell::SpawnOptions options;
+  options.stderr_fd = pipe_fds[1];
+  auto child = ChildProcess::spawn({"/bin/sh", "-c", "echo err >&2"}, options);
+  ::close(pipe_fds[1]);
+  const std::string got = read_to_end(pipe_fds[0]);
+  ::close(pipe_fds[0]);
+  EXPECT_EQ(got, "err\n");
+  EXPECT_TRUE(child.wait().success());
+}
+
+TEST(ChildProcess, NewProcessGroupPutsTheChildInItsOwnGroup) {
+  for (const bool new_group : {false, true}) {
+    SCOPED_TRACE(new_group ? "new_process_group" : "default");
+    doorbell::SpawnOptions options;
+    options.new_process_group = new_group;
+    auto child = ChildProcess::spawn({"sleep", "30"}, options);
+    // posix_spawn sets the group before exec, so it is set once spawn()
+    // returns.
+    const pid_t group = ::getpgid(child.pid());
+    if (new_group) {
+      EXPECT_EQ(group, child.pid());
+    } else {
+      EXPECT_EQ(group, ::getpgrp());
+    }
+    child.send_signal(SIGKILL);
+    child.wait();
+  }
+}
+
+TEST(ChildProcess, SearchPathFalseTakesTheNameAsAPath) {
+  doorbell::SpawnOptions options;
+  options.search_path = false;
+  // No "sh" in the working directory: without the PATH lookup it is not found.
+  ASSERT_NE(::access("sh", F_OK), 0);
+  try {
+    ChildProcess::spawn({"sh", "-c", "exit 0"}, options);
+    ADD_FAILURE() << "\"sh\" was looked up in PATH although search_path = false";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), ENOENT) << e.what();
+  }
+  // A path works either way, and the default looks the name up in PATH.
+  EXPECT_TRUE(ChildProcess::spawn({"/bin/sh", "-c", "exit 0"}, options).wait().success());
+  EXPECT_TRUE(ChildProcess::spawn({"sh", "-c", "exit 0"}).wait().success());
+}
+
 // Each xxx_fd names a descriptor of the parent; the child gets exactly those,
 // as if the three dup2s happened at once. The old code applied them one by
 // one, so a target written first was then read as a later source.

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using doorbell::EventLoop;
@@ -223,6 +224,23 @@ TEST(EventLoop, ReusedNumberOfFdClosedUnderTheLoopIsReportedOnAdd) {
   loop.add(number, EventLoop::kReadable, [](uint32_t) {});
   EXPECT_TRUE(loop.remove(number));
   ::close(number);
+}
+
+TEST(EventLoop, ModifyChangesTheEventsWatched) {
+  EventLoop loop;
+  Pipe p;  // the write end: always writable, never readable
+  std::vector<uint32_t> seen;
+  loop.add(p.w, EventLoop::kReadable, [&](uint32_t events) { seen.push_back(events); });
+  EXPECT_EQ(loop.run_once(0ms), 0u) << "the write end is not readable";
+  loop.modify(p.w, EventLoop::kWritable);
+  EXPECT_EQ(loop.run_once(0ms), 1u);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0] & EventLoop::kWritable);
+  EXPECT_FALSE(seen[0] & EventLoop::kReadable);
+  loop.modify(p.w, EventLoop::kReadable);
+  EXPECT_EQ(loop.run_once(0ms), 0u) << "back to readable only";
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(loop.remove(p.w));
 }
 
 TEST(EventLoop, BadArgumentsAreRejected) {
