@@ -282,5 +282,73 @@ TEST(RateLimiter, CalledFromSignalHandler_StaysExact) {
   EXPECT_EQ(g_handler_limiter.flush(), 350u);
 }
 
+// A caller reads the clock, then stalls (preemption, SIGSTOP, the freezer)
+// for more than 2^20 windows between its load of the shared word and its
+// CAS. Meanwhile other callers open a much newer window and fill it. The
+// stalled caller's CAS fails and it re-decides: it must be charged to the
+// newer window (full: denied), never move the word back to its own old
+// window, because the next caller would then reopen the newer window with a
+// fresh count and a second burst would pass in it (issue 12, item 6).
+struct StallHooks {
+  static inline void (*at_after_load)() = nullptr;
+  static void point(RateLimitRacePoint p) noexcept {
+    if (p == RateLimitRacePoint::after_load && at_after_load != nullptr) {
+      void (*act)() = at_after_load;
+      at_after_load = nullptr;  // once: the nested calls below pass here too
+      act();
+    }
+  }
+};
+
+template <bool kSharded>
+void stalled_caller_never_reopens_old_window() {
+  constexpr uint32_t kBurst = 4;
+  using Limiter = detail::BasicRateLimiter<StallHooks, kSharded>;
+  static Limiter* limiter = nullptr;
+  static uint32_t admitted_in_new = 0;
+  Limiter lim{RateLimitOptions{nanoseconds(1), kBurst, kSharded ? 1u : 0u}};
+  limiter = &lim;
+  admitted_in_new = 0;
+  constexpr uint64_t kOld = 1000;
+  // More than 2^20 windows later (1 ns windows).
+  static constexpr uint64_t kNew = kOld + (uint64_t{1} << 20) + 100;
+  const uint32_t new_window = lim.window_of(kNew);
+  ASSERT_NE(lim.window_of(kOld), new_window);
+
+  // The "stall": while the old caller sits between its load and its CAS,
+  // others fill the new window.
+  StallHooks::at_after_load = [] {
+    for (uint32_t i = 0; i < kBurst; ++i) {
+      const RateLimitVerdict v = limiter->check_at(kNew);
+      if (v.allowed && v.window == limiter->window_of(kNew)) ++admitted_in_new;
+    }
+  };
+  const RateLimitVerdict stalled = lim.check_at(kOld);
+  EXPECT_EQ(StallHooks::at_after_load, nullptr) << "the stall was not injected";
+  EXPECT_EQ(admitted_in_new, kBurst);
+  // The stalled caller is charged to the newest window, which is full.
+  EXPECT_FALSE(stalled.allowed);
+  EXPECT_EQ(stalled.window, new_window);
+  if (stalled.allowed && stalled.window == new_window) ++admitted_in_new;
+
+  // The new window must stay full: nobody reopens it with a fresh count.
+  for (uint32_t i = 0; i < kBurst; ++i) {
+    const RateLimitVerdict v = lim.check_at(kNew);
+    if (v.allowed && v.window == new_window) ++admitted_in_new;
+  }
+  EXPECT_EQ(admitted_in_new, kBurst) << "more than burst admitted in one window";
+  // And the next window opens normally.
+  EXPECT_TRUE(lim.allow_at(kNew + 1));
+  limiter = nullptr;
+}
+
+TEST(RateLimiter, StalledCallerNeverReopensOldWindow) {
+  stalled_caller_never_reopens_old_window<false>();
+}
+
+TEST(RateLimiter, StalledCallerNeverReopensOldWindow_Sharded) {
+  stalled_caller_never_reopens_old_window<true>();
+}
+
 }  // namespace
 }  // namespace doorbell
