@@ -103,13 +103,20 @@
 //  so exactness holds for any staleness. A limiter left idle for any time
 //  opens a new window on its next call, except when the idle time is, to
 //  the window, a multiple of 2^32 windows: that call counts on in the old
-//  window's count (and may be denied) for that one window. In sharded mode
+//  window's count (and may be denied) for that one window. One more limit
+//  of a 32-bit window in a 64-bit CAS (tests/models/rate_limiter_wrap.pml
+//  checks the rest under it): a call that spans 2^32 windows between its
+//  clock read (or the window of the word it loaded, if older) and its CAS
+//  could find the word holding the same value again and move it back. In sharded mode
 //  a slot's leased tokens are likewise taken for current when the slot was
 //  idle for 2^32 - 2^20 to 2^32 windows (mod 2^32); a caller more than
 //  2^20 windows stale does not spend its slot's lease.
 //
 // Memory ordering
-//  All operations are relaxed: the limiter hands out decisions, not data.
+//  The limiter hands out decisions, not data: admissions and denials are
+//  relaxed. (Opening a window is a release CAS paired with an acquire fence
+//  on the path that may open one, for the limiter's own bookkeeping of the
+//  newest window; it orders nothing for the caller.)
 //  Exactness rests only on the shared word's modification order (every
 //  admission is a read-modify-write whose returned value is distinct).
 //  A caller that needs "the event I admitted happens after X" must order X
@@ -329,44 +336,51 @@ class BasicRateLimiter {
   // window or a newer one, by at most kStaleWindows (a caller whose clock
   // read is behind). A lease further ahead than that is treated as one from
   // 2^32 windows ago (wrapped) and is not spent; the caller then goes to
-  // the shared word, where must_open() decides with the full window number.
+  // the shared word, where claim_open() decides with the full window number.
   static constexpr uint32_t kStaleWindows = 1u << 20;
   static constexpr bool charged_to(uint32_t window, uint32_t current) noexcept {
     return current - window <= kStaleWindows;
   }
   // Must a call in full window `full` open it on shared word w (whose
-  // 32-bit window differs from the caller's)? Never when the caller's
-  // window is older than newest_, the newest window ever opened (64 bits,
-  // so no wrap): the caller's clock read is stale (it stalled after
-  // reading it, or passed an old timestamp), and opening would move the
-  // word back to an old window, after which the next caller would reopen
-  // the newer window with a fresh count: up to 2 * burst in one window
-  // (issue 12, item 6). Otherwise open when the word's window is older
-  // than the caller's (wrap-aware), when the word was never opened (zero; a
-  // window opened with count 0 may be reopened: nothing was admitted in
-  // it), or when the newest opened window is half a wrap (2^31 windows) or
-  // more behind the caller, which means the word's 32-bit window number
-  // is that old and only looks newer because it wrapped (an idle limiter).
-  // newest_ is written after the CAS that opens a window, so it may lag
-  // the word by the opener's next few instructions: a caller that reads it
-  // in between sees an older newest_ and falls back to the wrap-aware test
-  // on the word, which is right unless that opener stalls there for 2^31
-  // windows while nobody else opens one.
-  bool must_open(uint64_t full, uint64_t w) const noexcept {
-    const uint64_t newest = newest_.load(std::memory_order_relaxed);
-    if (full < newest) return false;
-    return w == 0 || newer(static_cast<uint32_t>(full), window_part(w)) ||
-           full - newest >= kHalfWrap;
-  }
-  static constexpr uint64_t kHalfWrap = uint64_t{1} << 31;
-
-  // Raises newest_ to `full` (a max; it never goes back).
-  void note_opened(uint64_t full) noexcept {
+  // 32-bit window differs from the caller's)? If so, claims it: raises
+  // newest_ to `full` before the caller's CAS. newest_ is the newest full
+  // (64-bit, never wrapping) window any caller decided to open.
+  //  - Never open when the caller's window is older than newest_: its clock
+  //    read is stale (it stalled after reading it, or passed an old
+  //    timestamp), and opening would move the word back to an old window,
+  //    after which the next caller would reopen the newer window with a
+  //    fresh count: up to 2 * burst in one window (issue 12, item 6). The
+  //    caller is charged to the word's window instead.
+  //  - Otherwise open when the word was never opened (zero; a window opened
+  //    with count 0 may be reopened: nothing was admitted in it), when the
+  //    word's window is older than the caller's (wrap-aware), or when
+  //    newest_ is half a wrap (2^31 windows) or more behind the caller: the
+  //    word's 32-bit window number is then that old and only looks newer
+  //    because it wrapped (an idle limiter).
+  // Why raise newest_ before the CAS: every window in the word was claimed
+  // in newest_ first, so newest_ >= the word's full window, and an open by
+  // a caller with full >= newest_ always moves the word forward. (Raised
+  // after the CAS, a caller stalled half a wrap could read an old newest_
+  // between another caller's CAS and its raise, and move the word back;
+  // tests/models/rate_limiter_wrap.pml -DRAISE_AFTER shows it.) A claim
+  // whose CAS then fails only makes callers with an older clock read
+  // (racing the boundary) be charged to the word's window.
+  // Ordering: the opening CAS is a release and this fence an acquire, so a
+  // caller that loaded a word value written by (or, through fetch_adds,
+  // after) an opening CAS sees that opener's raise of newest_.
+  bool claim_open(uint64_t full, uint64_t w) noexcept {
+    std::atomic_thread_fence(std::memory_order_acquire);
     uint64_t newest = newest_.load(std::memory_order_relaxed);
-    while (newest < full &&
+    if (full < newest) return false;
+    const bool open =
+        w == 0 || newer(static_cast<uint32_t>(full), window_part(w)) || full - newest >= kHalfWrap;
+    // A max: never lowers newest_.
+    while (open && newest < full &&
            !newest_.compare_exchange_weak(newest, full, std::memory_order_relaxed)) {
     }
+    return open;
   }
+  static constexpr uint64_t kHalfWrap = uint64_t{1} << 31;
 
   struct alignas(64) Slot {
     std::atomic<uint64_t> missed{0};  // events denied by this slot's threads
@@ -414,19 +428,19 @@ class BasicRateLimiter {
       // Fast test: the word is in the caller's window. Otherwise open the
       // caller's window if the word's is older, or the word was never
       // opened (zero; when the caller's window is 0 too, counting on from
-      // the zero word is the same as opening window 0). See must_open().
+      // the zero word is the same as opening window 0). See claim_open().
       if (window_part(w) != window) [[unlikely]] {
-        if (must_open(full, w)) {
+        if (claim_open(full, w)) {
           // The CAS is the whole reset (new window and its first count in
           // one store), so there is no moment where one is visible without
           // the other. A failed CAS means someone else changed the word;
           // re-decide on the value it returned.
           const bool fits = n <= burst_;
           Hooks::point(RateLimitRacePoint::before_open);
-          if (word_.compare_exchange_weak(w, pack(window, fits ? n : 0),
+          // release: publishes this caller's raise of newest_ (claim_open).
+          if (word_.compare_exchange_weak(w, pack(window, fits ? n : 0), std::memory_order_release,
                                           std::memory_order_relaxed)) {
             Hooks::point(RateLimitRacePoint::after_open);
-            note_opened(full);
             if (!fits) count_miss(n);
             return {fits, kReport ? take_report() : 0, window};
           }
@@ -501,12 +515,13 @@ class BasicRateLimiter {
     uint32_t granted_window = 0;
     uint64_t report = 0;
     for (;;) {
-      if (w == 0 || (window_part(w) != window && must_open(full, w))) {
+      if (w == 0 || (window_part(w) != window && claim_open(full, w))) {
         const uint32_t grant = lease_ < burst_ ? lease_ : burst_;
         Hooks::point(RateLimitRacePoint::before_open);
-        if (word_.compare_exchange_weak(w, pack(window, grant), std::memory_order_relaxed)) {
+        // release: publishes this caller's raise of newest_ (claim_open).
+        if (word_.compare_exchange_weak(w, pack(window, grant), std::memory_order_release,
+                                        std::memory_order_relaxed)) {
           Hooks::point(RateLimitRacePoint::after_open);
-          note_opened(full);
           granted = grant;
           granted_window = window;
           if (kReport) report = take_report();
@@ -560,9 +575,9 @@ class BasicRateLimiter {
   uint32_t burst_ = 0;
   uint32_t lease_ = 0;
   std::atomic<uint64_t> reported_{0};
-  // The newest full (64-bit) window ever opened; see must_open(). Written
-  // once per window opening, read only when the word's window is not the
-  // caller's.
+  // The newest full (64-bit) window a caller claimed to open; see
+  // claim_open(). Written once per window opening, read only when the
+  // word's window is not the caller's.
   std::atomic<uint64_t> newest_{0};
   // Lines 2-17: per-thread slots.
   Slot slots_[kSlots];
