@@ -10,7 +10,9 @@
 namespace doorbell::report {
 
 std::vector<GuideMarker> parse_guide_markers(std::string_view text) {
-  static const std::regex marker(R"(<!--m:(\S+) ([^>]+?)-->(.*?)<!--/m-->)");
+  // The kind is a word ("p50", "p99.9", "ratio"), so a literal "<!--m:...-->" in
+  // prose (the guide explains its markers) never starts a marker.
+  static const std::regex marker(R"(<!--m:([a-z0-9.]+) ([^>]+?)-->(.*?)<!--/m-->)");
   std::vector<GuideMarker> out;
   using Iterator = std::regex_iterator<std::string_view::const_iterator>;
   for (auto it = Iterator(text.begin(), text.end(), marker); it != Iterator(); ++it) {

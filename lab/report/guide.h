@@ -11,8 +11,9 @@
 // of the scenario's primary metric, written by lab::format_duration;
 // "ratio" takes a registered ratio's value, written by lab::format_ratio. A
 // figure whose scenario or ratio is not in the results (or did not run)
-// reads "not measured". A marker's kind has no spaces; its text ends at the
-// first "<!--/m-->" on the same line.
+// reads "not measured". A marker's kind is lowercase letters, digits and
+// dots (so "<!--m:...-->" in prose is not a marker); its source has no '>';
+// its figure ends at the first "<!--/m-->" on the same line.
 #pragma once
 
 #include <cstddef>
