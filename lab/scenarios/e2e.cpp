@@ -410,7 +410,7 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
     ctx.note("no tracepoints (" + why_not +
              "): 'delay' is handler entry - send return (delay and recv together); no 'recv'");
   else if (trace->mounted_by_us())
-    ctx.note("mounted tracefs on /sys/kernel/tracing (left mounted)");
+    ctx.note("tracefs was not mounted: mounted it privately (the system's mounts are unchanged)");
 
   // The sending window is the repetition's budget, counted from the
   // sender's start: the set-up (fork, K threads, tracing) is not a sample
