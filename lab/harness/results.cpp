@@ -275,8 +275,8 @@ void print_table(const RunResults& results, std::ostream& out) {
                        "published", "ours/pub", "source of the published figure");
     for (const auto& r : results.ratios) {
       const Ratio& ratio = *r.ratio;
-      const std::string ours = r.available ? fmt::format("{:.3g}x", r.value) : "n/a";
-      const std::string pub = ratio.reference > 0 ? fmt::format("{:.4g}x", ratio.reference) : "-";
+      const std::string ours = r.available ? format_ratio(r.value) : "n/a";
+      const std::string pub = ratio.reference > 0 ? format_ratio(ratio.reference) : "-";
       const std::string vs =
           r.available && ratio.reference > 0 ? fmt::format("{:.2f}", r.versus_reference) : "-";
       out << fmt::format("  {:<38} {:>10} {:>10} {:>8}  {}\n", ratio.name, ours, pub, vs,

@@ -58,6 +58,7 @@
 
 #include "doorbell/signal_receiver.h"
 #include "doorbell/thread_broadcast.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "lab/scenarios/e2e_trace.h"
 #include "sys/error.h"
@@ -125,12 +126,6 @@ void spin(int iterations) {
   // intercepted. (Sanitizer builds only: timings there mean nothing anyway.)
   (void)monotonic_ns();
 #endif
-}
-
-void sleep_ns(uint64_t ns) {
-  timespec ts{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
-  while (::clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
-  }
 }
 
 // ---------------------------------------------------------------- the target
