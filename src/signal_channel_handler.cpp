@@ -257,6 +257,7 @@ void on_signal(int signo, siginfo_t* info, void* context) {
         taken = true;
       }
     }
+    race_point(SignalChannelRacePoint::handler_recorded, signo);
     const SignalSlot& s = g_slots[signo];
     const struct sigaction* previous = s.previous.load(std::memory_order_acquire);
     if (previous != nullptr) {

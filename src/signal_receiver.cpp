@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "doorbell/bell.h"
+#include "signal_receiver_hooks.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/proc.h"
@@ -25,7 +26,24 @@
 
 namespace doorbell {
 
+namespace detail {
 namespace {
+// Test seam (signal_receiver_hooks.h). Relaxed: a test installs the hook
+// before it provokes the race, and the hook synchronises on its own.
+std::atomic<SignalReceiverHook> g_hook{nullptr};
+}  // namespace
+
+void set_signal_receiver_hook(SignalReceiverHook hook) noexcept {
+  g_hook.store(hook, std::memory_order_relaxed);
+}
+}  // namespace detail
+
+namespace {
+
+void race_point(detail::SignalReceiverRacePoint point) noexcept {
+  if (const detail::SignalReceiverHook hook = detail::g_hook.load(std::memory_order_relaxed))
+    hook(point);
+}
 
 void check_signal(int signo) {
   const auto refuse = [signo](const char* why) {
@@ -176,6 +194,7 @@ void SignalReceiver::State::place(std::string& fatal_error) {
 
 void SignalReceiver::State::run_sigwaitinfo() {
   while (!stopping.load(std::memory_order_acquire)) {
+    race_point(detail::SignalReceiverRacePoint::receiver_waiting);
     siginfo_t info;
     const int signo = ::sigwaitinfo(&set, &info);
     if (signo < 0) {
@@ -185,6 +204,7 @@ void SignalReceiver::State::run_sigwaitinfo() {
     if (is_stop_marker(info)) continue;  // the loop condition sees stopping
     dispatch(info);
   }
+  race_point(detail::SignalReceiverRacePoint::receiver_leaving);
 }
 
 void SignalReceiver::State::run_signalfd() {
@@ -300,6 +320,7 @@ void SignalReceiver::stop() {
     info.si_pid = ::getpid();
     info.si_uid = ::getuid();
     info.si_value.sival_ptr = static_cast<void*>(&s);
+    race_point(detail::SignalReceiverRacePoint::stop_before_wake);
     const int rc = sys::rt_tgsigqueueinfo(::getpid(), s.placement.tid, s.first_signal, &info);
     // EAGAIN: the real-time queue is full (RLIMIT_SIGPENDING), so signals are
     // pending and the thread wakes for them anyway.
