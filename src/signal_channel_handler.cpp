@@ -7,7 +7,7 @@
 //
 //   g_cores[64]     the live channels; the handler walks them lock-free.
 //   g_slots[signo]  per signal: how many channels watch it, the disposition
-//                   that was in place before the first one, whether to chain.
+//                   that was in place before the first one.
 //   g_active        handlers currently inside our code (not counting a
 //                   chained previous handler, which runs after the handler
 //                   has left the count: it may never return).
@@ -23,6 +23,14 @@
 // loaded g_cores after step 2) re-sends the signal to its own thread with
 // the same siginfo, so the restored disposition acts on it: the signal is
 // never lost (golang/go#14571).
+//
+// Chaining is decided by the cores that recorded the instance: each core
+// carries its channel's chain_previous, fixed for its life. A handler that
+// recorded in a chaining core chains, however far stop() (or another
+// channel's constructor) has got meanwhile, so every instance a chaining
+// channel records also reaches the previous handler. (A per-signal "chain"
+// flag that stop() cleared before unlinking the core lost exactly those
+// instances that were recorded in between.)
 //
 // Queue: Vyukov's bounded MPMC array queue (one CAS per push and pop). It
 // never blocks, so it is safe in handlers. Standard signals have at most one
@@ -65,8 +73,9 @@ std::uint64_t bit_of(int signo) {
 
 class HandlerCore {
  public:
-  HandlerCore(const std::vector<int>& signals, std::size_t realtime_capacity)
-      : realtime_capacity_(realtime_capacity),
+  HandlerCore(const std::vector<int>& signals, std::size_t realtime_capacity, bool chain)
+      : chain_(chain),
+        realtime_capacity_(realtime_capacity),
         capacity_(std::bit_ceil(realtime_capacity + 32)),
         cells_(new Cell[capacity_]) {
     for (int signo : signals) mask_ |= bit_of(signo);
@@ -78,6 +87,8 @@ class HandlerCore {
   }
 
   std::uint64_t mask() const noexcept { return mask_; }
+  // Whether the channel asked to chain the previous handler (constant).
+  bool chain() const noexcept { return chain_; }
   int fd() const noexcept { return notifier_.fd(); }
 
   // In a handler.
@@ -197,6 +208,7 @@ class HandlerCore {
   }
 
   std::uint64_t mask_ = 0;
+  const bool chain_;
   const std::size_t realtime_capacity_;
   const std::size_t capacity_;
   std::unique_ptr<Cell[]> cells_;
@@ -210,12 +222,10 @@ class HandlerCore {
 
 struct SignalSlot {
   int watchers = 0;  // under g_mutex
-  int chainers = 0;  // watchers that asked to chain; under g_mutex
   // The disposition before the first watcher. The handler reads it through
   // the pointer; a replaced one is kept (never freed) because a late
   // handler may still read it. One per distinct previous disposition.
   std::atomic<const struct sigaction*> previous{nullptr};
-  std::atomic<bool> chain{false};
 };
 
 std::atomic<HandlerCore*> g_cores[kMaxCores];
@@ -247,6 +257,7 @@ void on_signal(int signo, siginfo_t* info, void* context) {
   g_active.fetch_add(1, std::memory_order_seq_cst);
   race_point(SignalChannelRacePoint::handler_counted, signo);
   bool taken = false;
+  bool chain = false;  // a core that recorded the instance asked to chain
   const struct sigaction* chain_to = nullptr;
   bool resend = false;
   if (signo > 0 && signo <= kMaxSignal) {
@@ -255,14 +266,16 @@ void on_signal(int signo, siginfo_t* info, void* context) {
       if (core != nullptr && (core->mask() & bit_of(signo)) != 0) {
         core->record(signo, info);
         taken = true;
+        chain = chain || core->chain();
       }
     }
+    race_point(SignalChannelRacePoint::handler_recorded, signo);
     const SignalSlot& s = g_slots[signo];
     const struct sigaction* previous = s.previous.load(std::memory_order_acquire);
     if (previous != nullptr) {
       const bool has_handler = (previous->sa_flags & SA_SIGINFO) != 0 ||
                                (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN);
-      if (has_handler && (!taken || s.chain.load(std::memory_order_relaxed))) {
+      if (has_handler && (!taken || chain)) {
         chain_to = previous;
       } else if (!has_handler && !taken && previous->sa_handler == SIG_DFL) {
         resend = true;
@@ -314,8 +327,8 @@ class HandlerBackend final : public SignalBackend {
  public:
   HandlerBackend(const std::vector<int>& signals, const SignalChannel::Options& options)
       : signals_(signals),
-        chain_(options.chain_previous),
-        core_(std::make_unique<HandlerCore>(signals, options.realtime_capacity)) {
+        core_(std::make_unique<HandlerCore>(signals, options.realtime_capacity,
+                                            options.chain_previous)) {
     if (const std::string problem = check_unblocked_in_some_thread(signals); !problem.empty()) {
       throw std::invalid_argument("SignalChannel (handler mechanism): " + problem +
                                   "; unblock it in a thread, or use the signalfd mechanism");
@@ -383,15 +396,11 @@ class HandlerBackend final : public SignalBackend {
       if (::sigaction(signo, &ours, nullptr) != 0) sys::throw_errno("sigaction");
     }
     ++slot.watchers;
-    if (chain_) ++slot.chainers;
-    slot.chain.store(slot.chainers > 0, std::memory_order_relaxed);
   }
 
   void uninstall(int signo) noexcept {  // under g_mutex
     SignalSlot& slot = g_slots[signo];
     --slot.watchers;
-    if (chain_) --slot.chainers;
-    slot.chain.store(slot.chainers > 0, std::memory_order_relaxed);
     if (slot.watchers > 0) return;
     // Someone replaced our handler meanwhile: theirs stays. "Ours" means our
     // function, whatever flags and mask: someone who re-installed on_signal
@@ -417,7 +426,6 @@ class HandlerBackend final : public SignalBackend {
   }
 
   std::vector<int> signals_;
-  bool chain_;
   std::unique_ptr<HandlerCore> core_;
   int index_ = -1;
   std::uint64_t generation_ = fork_generation();
@@ -446,8 +454,6 @@ void handler_backend_after_fork_in_child() noexcept {
       ::sigaction(signo, slot.previous.load(std::memory_order_relaxed), nullptr);
     }
     slot.watchers = 0;
-    slot.chainers = 0;
-    slot.chain.store(false, std::memory_order_relaxed);
   }
   for (auto& core : g_cores) core.store(nullptr, std::memory_order_relaxed);
   // Handlers that ran on other threads of the parent at the fork were

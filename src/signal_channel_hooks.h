@@ -13,6 +13,10 @@ enum class SignalChannelRacePoint {
   // the channels. Runs inside a signal handler: the hook must be
   // async-signal-safe.
   handler_counted,
+  // In the handler, after it recorded the signal in every channel that
+  // watches it and before it decided whether to chain the previous handler.
+  // Async-signal-safe hooks only, as above.
+  handler_recorded,
   // In stop() of the last channel of a signal: the current disposition was
   // read and is ours; the previous one is not restored yet.
   stop_before_restore,

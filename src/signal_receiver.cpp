@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include "doorbell/bell.h"
+#include "signal_receiver_hooks.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/proc.h"
@@ -25,7 +27,24 @@
 
 namespace doorbell {
 
+namespace detail {
 namespace {
+// Test seam (signal_receiver_hooks.h). Relaxed: a test installs the hook
+// before it provokes the race, and the hook synchronises on its own.
+std::atomic<SignalReceiverHook> g_hook{nullptr};
+}  // namespace
+
+void set_signal_receiver_hook(SignalReceiverHook hook) noexcept {
+  g_hook.store(hook, std::memory_order_relaxed);
+}
+}  // namespace detail
+
+namespace {
+
+void race_point(detail::SignalReceiverRacePoint point) noexcept {
+  if (const detail::SignalReceiverHook hook = detail::g_hook.load(std::memory_order_relaxed))
+    hook(point);
+}
 
 void check_signal(int signo) {
   const auto refuse = [signo](const char* why) {
@@ -103,7 +122,10 @@ void restore_signal_mask(const sigset_t& previous) {
 
 struct SignalReceiver::State {
   sigset_t set;
-  int first_signal = 0;
+  // The signal of the set that stop() queues to the receiver thread as its
+  // wake-up (sigwaitinfo method): the lowest real-time one when the set has
+  // one (its siginfo is queued or refused, never dropped), else the first.
+  int wake_signal = 0;
   Callback callback;
   Options options;
   Placement placement;
@@ -113,7 +135,23 @@ struct SignalReceiver::State {
   // stopping: set by stop() before it wakes the thread; read by the thread
   // after each wake. release/acquire: nothing else is handed over by it, but
   // it keeps the flag's meaning simple ("stop() happened before").
+  // Method::signalfd only.
   std::atomic<bool> stopping{false};
+  // Method::sigwaitinfo: how far stop() has got with the wake-up. The
+  // receiver thread exits only on its wake-up or once stop() is done sending
+  // it (see run_sigwaitinfo), so it is alive, and its TID is its own,
+  // whenever stop() sends.
+  //
+  //   stage     set by                        the thread waits with
+  //   running   the constructor               sigwaitinfo (no limit)
+  //   sending   stop(), before the first try  sigtimedwait, 1 ms, in a loop
+  //   sent      stop(), after the wake-up     sigtimedwait, no wait, once
+  //             was queued                    (then it exits)
+  //
+  // release/acquire: a thread that reads `sent` sees the queued wake-up in
+  // its pending set (the kernel's siglock orders the rest).
+  enum Stage : int { running, sending, sent };
+  std::atomic<int> stage{running};
   std::atomic<uint64_t> received{0};
   bool joined = false;
 
@@ -174,17 +212,48 @@ void SignalReceiver::State::place(std::string& fatal_error) {
   }
 }
 
+// The thread must not exit before stop() has sent its wake-up: stop()
+// queues it to this thread's TID, which would be gone (ESRCH) or, worse,
+// reused by another thread. So a real signal that arrives after stop()
+// began is dispatched like any other, and the thread leaves only when it
+// dequeues its wake-up or, once stop() is done sending (`sent`), finds
+// nothing more to take at once. Thread-directed signals are dequeued before
+// process-directed ones, so a queued wake-up is the next thing it takes;
+// the no-wait look catches the case where the wake-up was merged away (a
+// standard signal already pending on this thread from someone else's
+// tgkill). Either way the wake-up never outlives the thread in a place
+// where anyone else could take it.
 void SignalReceiver::State::run_sigwaitinfo() {
-  while (!stopping.load(std::memory_order_acquire)) {
+  for (;;) {
+    race_point(detail::SignalReceiverRacePoint::receiver_waiting);
+    const int seen = stage.load(std::memory_order_acquire);
     siginfo_t info;
-    const int signo = ::sigwaitinfo(&set, &info);
+    int signo;
+    if (seen == running) {
+      signo = ::sigwaitinfo(&set, &info);
+    } else {
+      // sending: stop() is between announcing itself and queueing the
+      // wake-up (or retrying it, see stop()); look again every millisecond
+      // in case it gets merged away. sent: one look, no wait.
+      const timespec limit{0, seen == sending ? 1000000L : 0L};
+      signo = ::sigtimedwait(&set, &info, &limit);
+    }
     if (signo < 0) {
       if (errno == EINTR) continue;  // a handled signal outside the set interrupted the wait
-      sys::fatal("sigwaitinfo", errno);
+      if (errno == EAGAIN && seen != running) {
+        if (seen == sent) break;  // nothing pending: the wake-up was merged away
+        continue;
+      }
+      sys::fatal(seen == running ? "sigwaitinfo" : "sigtimedwait", errno);
     }
-    if (is_stop_marker(info)) continue;  // the loop condition sees stopping
+    if (is_stop_marker(info)) break;
     dispatch(info);
+    // After `sent`, a real signal came out before the wake-up: only a
+    // thread-directed one of lower number can (or the wake-up was merged
+    // away); leave anyway, the wake-up dies with this thread.
+    if (seen == sent) break;
   }
+  race_point(detail::SignalReceiverRacePoint::receiver_leaving);
 }
 
 void SignalReceiver::State::run_signalfd() {
@@ -220,7 +289,11 @@ SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callbac
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.set = make_set(signals);
-  s.first_signal = signals.front();
+  s.wake_signal = signals.front();
+  for (const int signo : signals) {
+    if (signo >= SIGRTMIN && (s.wake_signal < SIGRTMIN || signo < s.wake_signal))
+      s.wake_signal = signo;
+  }
   if (!callback && options.bell == nullptr)
     throw std::invalid_argument("SignalReceiver: no callback and no bell");
   if (options.fifo_priority < 0 || options.fifo_priority > 99)
@@ -283,27 +356,38 @@ SignalReceiver::~SignalReceiver() {
 void SignalReceiver::stop() {
   State& s = *state_;
   if (s.joined) return;
-  s.stopping.store(true, std::memory_order_release);
   if (s.options.method == Method::signalfd) {
+    s.stopping.store(true, std::memory_order_release);
     const uint64_t one = 1;
     while (::write(s.stop_fd.get(), &one, sizeof one) < 0 && errno == EINTR) {
     }
   } else {
     // Wake sigwaitinfo with a thread-directed instance of a signal of the set,
-    // marked with this State's address, which the loop recognises and drops.
-    // If a real signal wakes it first, the marker stays queued on the
-    // receiver thread and dies with it.
+    // marked with this State's address, which the loop recognises and
+    // consumes. The thread stays alive until this is sent (run_sigwaitinfo),
+    // whatever else wakes it meanwhile.
+    s.stage.store(State::sending, std::memory_order_release);
     siginfo_t info;
     std::memset(&info, 0, sizeof info);
-    info.si_signo = s.first_signal;
+    info.si_signo = s.wake_signal;
     info.si_code = SI_QUEUE;
     info.si_pid = ::getpid();
     info.si_uid = ::getuid();
     info.si_value.sival_ptr = static_cast<void*>(&s);
-    const int rc = sys::rt_tgsigqueueinfo(::getpid(), s.placement.tid, s.first_signal, &info);
-    // EAGAIN: the real-time queue is full (RLIMIT_SIGPENDING), so signals are
-    // pending and the thread wakes for them anyway.
-    if (rc != 0 && rc != -EAGAIN) sys::fatal("rt_tgsigqueueinfo(stop receiver)", -rc);
+    race_point(detail::SignalReceiverRacePoint::stop_before_wake);
+    for (;;) {
+      const int rc = sys::rt_tgsigqueueinfo(::getpid(), s.placement.tid, s.wake_signal, &info);
+      if (rc == 0) break;
+      // EAGAIN: a real-time wake-up and the user's queue of real-time
+      // signals is full (RLIMIT_SIGPENDING, shared by every process of the
+      // user). The thread may be asleep with nothing of ours pending, so
+      // only the wake-up can end it: try again until a slot frees. ESRCH
+      // cannot happen: the thread does not exit before `sent`.
+      if (rc != -EAGAIN) sys::fatal("rt_tgsigqueueinfo(stop receiver)", -rc);
+      const timespec pause{0, 1000000L};
+      ::nanosleep(&pause, nullptr);
+    }
+    s.stage.store(State::sent, std::memory_order_release);
   }
   s.thread.join();
   s.joined = true;

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +21,9 @@
 #include <vector>
 
 #include "doorbell/bell.h"
+#include "signal_receiver_hooks.h"
 #include "sys/proc.h"
+#include "tests/signal_test_support.h"
 
 namespace {
 
@@ -343,6 +346,77 @@ TEST(SignalReceiver, FallsBackWithoutRealtimePermission) {
       << "1: fifo granted, 2: no warning, 4: policy not OTHER, "
          "8: signal not received, 16: require_fifo did not throw, "
          "100/101: could not drop permission, 102: FIFO still allowed";
+}
+
+// A real signal that wakes the sigwaitinfo receiver after stop() began but
+// before stop() sent its wake-up: the thread used to take it, see the stop
+// flag and exit, and stop() then aborted on ESRCH from rt_tgsigqueueinfo (or,
+// with the TID reused, signalled a stranger). The hook holds stop() at that
+// point, sends a process-directed SIGUSR1 and waits until the receiver has
+// either gone back to waiting or exited for good; stop() must then return,
+// the signal must reach the callback once, and no wake-up may be left
+// pending anywhere.
+std::atomic<pid_t> g_receiver_tid{0};
+std::atomic<int> g_receiver_waits{0};
+std::atomic<bool> g_receiver_left{false};
+std::atomic<bool> g_hook_timed_out{false};
+
+void signal_arrives_before_wake(doorbell::detail::SignalReceiverRacePoint point) noexcept {
+  using doorbell::detail::SignalReceiverRacePoint;
+  if (point == SignalReceiverRacePoint::receiver_waiting) g_receiver_waits.fetch_add(1);
+  if (point == SignalReceiverRacePoint::receiver_leaving) g_receiver_left.store(true);
+  if (point != SignalReceiverRacePoint::stop_before_wake) return;
+  const int waits_before = g_receiver_waits.load();
+  ::kill(::getpid(), SIGUSR1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto timed_out = [&] {
+    if (std::chrono::steady_clock::now() < deadline) return false;
+    g_hook_timed_out.store(true);
+    return true;
+  };
+  // Taken, then either waiting again (it wants the wake-up) or leaving.
+  while (g_receiver_waits.load() == waits_before && !g_receiver_left.load() && !timed_out())
+    ::sched_yield();
+  if (!g_receiver_left.load()) return;
+  // Leaving: wait until the thread is gone from the kernel.
+  while (::syscall(SYS_tgkill, ::getpid(), g_receiver_tid.load(), 0) == 0 && !timed_out())
+    ::sched_yield();
+}
+
+TEST(SignalReceiver, StopWhileSignalsArrive_NoAbort) {
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [] {
+        const sigset_t previous = doorbell::block_signals_in_this_thread({SIGUSR1});
+        (void)previous;
+        doorbell::detail::set_signal_receiver_hook(signal_arrives_before_wake);
+        std::atomic<int> callbacks{0};
+        std::atomic<int> odd{0};
+        SignalReceiver::Options options;
+        options.method = Method::sigwaitinfo;
+        SignalReceiver receiver(
+            {SIGUSR1},
+            [&](const siginfo_t& info) {
+              callbacks.fetch_add(1);
+              if (info.si_code != SI_USER || info.si_pid != ::getpid()) odd.fetch_add(1);
+            },
+            options);
+        g_receiver_tid.store(receiver.placement().tid);
+        receiver.stop();  // aborted here: "rt_tgsigqueueinfo(stop receiver): errno 3"
+        doorbell::detail::set_signal_receiver_hook(nullptr);
+        if (g_hook_timed_out.load()) return 2;
+        if (callbacks.load() != 1 || receiver.received() != 1) return 3;
+        if (odd.load() != 0) return 4;  // the wake-up reached the callback
+        sigset_t pending;
+        if (::sigpending(&pending) != 0 || sigismember(&pending, SIGUSR1) == 1) return 5;
+        return 0;
+      },
+      std::chrono::seconds(20));
+  EXPECT_FALSE(outcome.timed_out) << "stop() did not return within 20 s";
+  EXPECT_TRUE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0)
+      << doorbell::testing::describe_wait_status(outcome.status)
+      << " (SIGABRT: stop() aborted on the exited receiver thread; 2: the receiver neither "
+         "took the signal nor left; 3: the signal was not received exactly once; 4: the "
+         "callback saw something else; 5: a SIGUSR1 was left pending)";
 }
 
 }  // namespace

@@ -427,4 +427,80 @@ TEST(SignalRegressions, InheritedBlockedMask_ChildStillDiesOfSigterm) {
   EXPECT_EQ(status->signal(), SIGTERM) << status->describe();
 }
 
+// A signal whose handler recorded it in a chaining channel while another
+// thread stopped that channel: the instance was recorded (an event) but the
+// previous handler never saw it, because stop() had already cleared the
+// signal's "chain" flag when the handler came to read it. The contract:
+// every instance a channel with chain_previous records is also chained. The
+// hooks hold the handler between recording and the chain decision until
+// stop() has passed the point where it used to clear the flag (it then
+// restores the disposition, unlinks the channel and waits for the handler).
+std::atomic<int> g_chained_value{-1};
+std::atomic<int> g_chained_runs{0};
+std::atomic<pid_t> g_recording_tid{0};
+std::atomic<bool> g_recorded{false};
+std::atomic<bool> g_stop_passed{false};
+std::atomic<bool> g_chain_hook_timed_out{false};
+
+void previous_rt_handler(int, siginfo_t* info, void*) {
+  g_chained_runs.fetch_add(1);
+  g_chained_value.store(info->si_value.sival_int);
+}
+
+void stop_while_recorded(SignalChannelRacePoint point, int) noexcept {
+  if (point == SignalChannelRacePoint::stop_before_restore) {
+    g_stop_passed.store(true);
+    return;
+  }
+  if (point != SignalChannelRacePoint::handler_recorded) return;
+  if (::gettid() != g_recording_tid.load()) return;
+  g_recorded.store(true);
+  // Bounded (async-signal-safe: a counted spin): a test that hangs is worse
+  // than one that fails.
+  for (long spins = 0; !g_stop_passed.load(); ++spins) {
+    if (spins > 50'000'000) {
+      g_chain_hook_timed_out.store(true);
+      return;
+    }
+    ::sched_yield();
+  }
+}
+
+TEST(SignalRegressions, StopDuringDelivery_ChainsEveryRecordedInstance) {
+  const int signo = SIGRTMIN + 3;
+  struct sigaction previous {};
+  previous.sa_sigaction = previous_rt_handler;
+  previous.sa_flags = SA_SIGINFO;
+  sigemptyset(&previous.sa_mask);
+  ASSERT_EQ(::sigaction(signo, &previous, nullptr), 0);
+
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::handler;
+  options.chain_previous = true;
+  SignalChannel channel({signo}, options);
+  doorbell::detail::set_signal_channel_hook(stop_while_recorded);
+  std::thread sender([] {
+    g_recording_tid.store(::gettid());
+    sigval value{};
+    value.sival_int = 41;
+    // To itself: the handler runs on this thread before the call returns.
+    ::pthread_sigqueue(::pthread_self(), SIGRTMIN + 3, value);
+  });
+  const auto recorded_deadline = std::chrono::steady_clock::now() + 10s;
+  while (!g_recorded.load() && std::chrono::steady_clock::now() < recorded_deadline)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(g_recorded.load()) << "the handler never recorded the signal";
+  channel.stop();  // returns once the held handler has left our code
+  sender.join();
+  doorbell::detail::set_signal_channel_hook(nullptr);
+  EXPECT_FALSE(g_chain_hook_timed_out.load()) << "stop() never reached its restore";
+
+  const auto event = channel.try_receive();
+  ASSERT_TRUE(event.has_value()) << "the handler did not record the signal in the channel";
+  EXPECT_EQ(event->value & 0xffffffffu, 41u);
+  EXPECT_EQ(g_chained_runs.load(), 1)
+      << "the instance was recorded by the channel but never chained to the previous handler";
+  EXPECT_EQ(g_chained_value.load(), 41);
+}
+
 }  // namespace

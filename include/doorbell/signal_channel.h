@@ -78,7 +78,14 @@
 //
 // Chaining. With the handler mechanism, a handler that was installed before
 // the channel keeps running after the channel recorded the event
-// (Options::chain_previous, on by default). SIG_DFL and SIG_IGN are not
+// (Options::chain_previous, on by default): every instance that a channel
+// with chain_previous records is also passed to that handler, once, with the
+// same siginfo, including an instance that races the channel's constructor
+// or stop() (then the previous handler may run after stop() returned, see
+// above). An instance that no channel records (it arrived after stop()
+// unlinked the channel) reaches the previous disposition anyway. With
+// several channels on one signal, an instance is chained when at least one
+// channel that recorded it asked for chaining. SIG_DFL and SIG_IGN are not
 // chained: the channel takes the signal instead. The previous handler runs
 // after the channel's own part of the handler has finished, so it may leave
 // by siglongjmp (a shell's SIGINT handler returning to its prompt) without

@@ -54,7 +54,19 @@
 // Lifetime. The constructor starts the thread and returns once it is placed
 // and about to wait. stop() (and the destructor) wakes it, joins it and
 // returns; when stop() returns, the callback is not running and will not run
-// again. Signals of the set that arrive after stop() stay pending in the
+// again. Signals that arrive while stop() runs may still reach the callback
+// (before stop() returns) or stay pending; none is lost. With
+// Method::sigwaitinfo the wake-up is a thread-directed instance of a signal
+// of the set (the lowest real-time one, else the first), queued to the
+// receiver thread and consumed by it: the thread stays alive until stop()
+// has sent it, so it never goes to another thread, is never left pending,
+// and never reaches the callback. The limit: a real-time wake-up needs a
+// slot of the user's real-time queue (RLIMIT_SIGPENDING, shared by all the
+// user's processes); while that is full, stop() tries again every
+// millisecond. A standard-signal wake-up (a set without real-time signals)
+// is never refused, but when that queue is full its siginfo is lost, and the
+// callback then sees one extra instance of that signal (si_code SI_USER,
+// si_pid 0). Signals of the set that arrive after stop() stay pending in the
 // process (still blocked everywhere): restoring the mask with
 // unblock_signals_in_this_thread or exiting is the caller's choice. The
 // receiver never changes the mask of any thread but its own. Do not call
