@@ -220,11 +220,19 @@ class HandlerCore {
   EventNotifier notifier_;
 };
 
+// A kept previous disposition, and the one it replaced. Never freed: a late
+// handler may still read a replaced one. Chaining each to its predecessor
+// keeps every one reachable, so leak checkers do not report them lost.
+struct KeptAction {
+  struct sigaction action;  // first member: &action and the node are interconvertible
+  const KeptAction* replaced;
+};
+
 struct SignalSlot {
   int watchers = 0;  // under g_mutex
-  // The disposition before the first watcher. The handler reads it through
-  // the pointer; a replaced one is kept (never freed) because a late
-  // handler may still read it. One per distinct previous disposition.
+  // The disposition before the first watcher (the `action` of a KeptAction).
+  // The handler reads it through the pointer. One per distinct previous
+  // disposition, each kept for the life of the process.
   std::atomic<const struct sigaction*> previous{nullptr};
 };
 
@@ -386,8 +394,9 @@ class HandlerBackend final : public SignalBackend {
       if (::sigaction(signo, nullptr, &previous) != 0) sys::throw_errno("sigaction");
       const struct sigaction* kept = slot.previous.load(std::memory_order_relaxed);
       if (kept == nullptr || !same_action(*kept, previous)) {
-        kept = new struct sigaction(previous);  // never freed: see SignalSlot
-        slot.previous.store(kept, std::memory_order_release);
+        const auto* node =
+            new KeptAction{previous, reinterpret_cast<const KeptAction*>(kept)};  // see KeptAction
+        slot.previous.store(&node->action, std::memory_order_release);
       }
       struct sigaction ours {};
       ours.sa_sigaction = on_signal;

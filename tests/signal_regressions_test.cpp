@@ -504,3 +504,23 @@ TEST(SignalRegressions, StopDuringDelivery_ChainsEveryRecordedInstance) {
 }
 
 }  // namespace
+
+// A second handler-mechanism channel on a signal whose disposition the first
+// one restored: the kept copy of the previous disposition is replaced when it
+// differs (the kernel reports SA_RESTORER, which we never set), and the
+// replaced copy, which a late handler may still read, must stay reachable:
+// LeakSanitizer reports it lost otherwise (asan-ubsan build).
+TEST(SignalRegressions, ReplacedPreviousDispositionStaysReachable) {
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::handler;
+  for (int round = 0; round < 3; ++round) {
+    struct sigaction action {};
+    action.sa_handler = round % 2 == 0 ? SIG_IGN : SIG_DFL;
+    ASSERT_EQ(::sigaction(SIGUSR2, &action, nullptr), 0);
+    SignalChannel channel({SIGUSR2}, options);
+    channel.stop();
+    struct sigaction after {};
+    ASSERT_EQ(::sigaction(SIGUSR2, nullptr, &after), 0);
+    EXPECT_EQ(after.sa_handler, action.sa_handler) << "round " << round;
+  }
+}
