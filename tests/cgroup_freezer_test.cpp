@@ -70,12 +70,15 @@ void freeze_thaw_cycle(FreezerPreference preference, FreezerVersion expected) {
     GTEST_SKIP() << "freezer not available: " << where.v2_why_not << " / " << where.v1_why_not;
   std::string path;
   {
+    // Started before the cgroup, so destroyed after it: a failed assertion
+    // below leaves the cgroup's destructor to thaw the child before the
+    // program's destructor kills and reaps it (a frozen v1 task cannot die).
+    test::RunningProgram busy = start_busy_child(4);
+    const pid_t child = busy.pid();
     CgroupFreezer cgroup = CgroupFreezer::create(unique_name("cycle"), options);
     path = cgroup.path();
     EXPECT_EQ(cgroup.version(), expected);
     EXPECT_TRUE(fs::is_directory(path));
-    test::RunningProgram busy = start_busy_child(4);
-    const pid_t child = busy.pid();
     cgroup.add(child);
     EXPECT_EQ(cgroup.processes(), std::vector<pid_t>{child});
     ASSERT_EQ(cgroup.freeze(), 0);
