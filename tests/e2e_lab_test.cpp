@@ -2,13 +2,12 @@
 // accounted for, the broadcast reaches every thread, and nothing is left
 // behind (no target process, no tracefs instance).
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "sys/tracefs.h"
+#include "tests/support/run_program.h"
 
 namespace {
 
@@ -24,37 +24,6 @@ std::string slurp(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-struct CliRun {
-  pid_t pid = -1;
-  int exit_code = -1;
-  std::string err;
-};
-
-CliRun run_cli(const std::vector<std::string>& args) {
-  const std::string err_path = testing::TempDir() + "/e2e_err_" + std::to_string(getpid());
-  CliRun r;
-  r.pid = fork();
-  if (r.pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(devnull, 1);
-    dup2(err, 2);
-    std::string binary = std::string(DOORBELL_BINARY_DIR) + "/doorbell";
-    std::vector<std::string> copy = args;
-    std::vector<char*> argv{binary.data()};
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.err = slurp(err_path);
-  return r;
 }
 
 double total(const nlohmann::json& scenario, const std::string& counter) {
@@ -83,11 +52,12 @@ TEST(E2eLab, EverySignalAccountedForAndNothingLeftBehind) {
   const int host_mounts_before = host_tracefs_mounts();
   const std::string json_path = testing::TempDir() + "/e2e_" + std::to_string(getpid()) + ".json";
   const int before = targets_alive();
-  const CliRun r =
-      run_cli({"bench", "--quick", "--repeat", "2", "--no-progress", "--filter",
-               "e2e/signal:threads=2,policy=receiver-fifo,main=busy", "--filter",
-               "e2e/signal:threads=2,policy=every-thread,main=busy", "--json", json_path});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const doorbell::test::RunResult r = doorbell::test::run_doorbell(
+      {"bench", "--quick", "--repeat", "2", "--no-progress", "--filter",
+       "e2e/signal:threads=2,policy=receiver-fifo,main=busy", "--filter",
+       "e2e/signal:threads=2,policy=every-thread,main=busy", "--json", json_path},
+      {.timeout = std::chrono::seconds(240)});
+  ASSERT_EQ(r.exit_code(), 0) << r.describe();
   const auto j = nlohmann::json::parse(slurp(json_path));
   ASSERT_EQ(j["scenarios"].size(), 2u);
   for (const auto& s : j["scenarios"]) {

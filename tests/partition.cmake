@@ -14,3 +14,7 @@ endforeach()
 # runtime needs ~100 ms to start, longer than the tests' windows).
 target_compile_options(partition_progress_prog PRIVATE -fno-sanitize=all)
 target_link_options(partition_progress_prog PRIVATE -fno-sanitize=all)
+# The schedule file reader is tested directly (and the CLI around it).
+if(TARGET partition_schedule_test AND TARGET doorbell_lab_partition)
+  target_link_libraries(partition_schedule_test PRIVATE doorbell_lab_partition)
+endif()
