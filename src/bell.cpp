@@ -26,7 +26,9 @@
 #include <ctime>
 #include <new>
 #include <stdexcept>
+#include <type_traits>
 
+#include "deadline.h"
 #include "sys/error.h"
 #include "sys/futex.h"
 
@@ -99,10 +101,14 @@ void Bell::wait(Spin spin) noexcept {
 
 bool Bell::wait_for(std::chrono::nanoseconds timeout, Spin spin) noexcept {
   if (timeout.count() <= 0) return try_wait();
-  return wait_until(Clock::now() + timeout, spin);
+  // Saturated: now() + timeout past the clock's range is time_point::max().
+  return wait_until(detail::deadline_after(timeout), spin);
 }
 
 bool Bell::wait_until(Clock::time_point deadline, Spin spin) noexcept {
+  static_assert(std::is_same_v<Clock, detail::DeadlineClock>);
+  // time_point::max() (what a saturated deadline is) means no limit.
+  if (deadline == Clock::time_point::max()) return wait_impl(nullptr, spin);
   // steady_clock is CLOCK_MONOTONIC on Linux (libstdc++), the futex's clock.
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch());
   if (ns.count() < 0) return try_wait();

@@ -1,6 +1,7 @@
 // ChildProcess: posix_spawn with a clean signal state, then a pidfd.
 #include "doorbell/child_process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -11,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "deadline.h"
 #include "doorbell/signal_channel.h"
 #include "sys/error.h"
 #include "sys/pidfd.h"
@@ -42,15 +44,18 @@ ExitStatus from_siginfo(const siginfo_t& info) {
   return status;
 }
 
-// RAII for the spawn attributes.
+// RAII for the spawn attributes and our copies of the redirection sources.
 struct SpawnSetup {
   posix_spawnattr_t attr;
   posix_spawn_file_actions_t actions;
+  int copies[3] = {-1, -1, -1};
   SpawnSetup() {
     posix_spawnattr_init(&attr);
     posix_spawn_file_actions_init(&actions);
   }
   ~SpawnSetup() {
+    for (int fd : copies)
+      if (fd >= 0) ::close(fd);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
   }
@@ -88,9 +93,25 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
     posix_spawnattr_setpgroup(&setup.attr, 0);
   }
   posix_spawnattr_setflags(&setup.attr, flags);
-  const int fds[3] = {options.stdin_fd, options.stdout_fd, options.stderr_fd};
+  // The redirections apply as if at once: each source names one of OUR
+  // descriptors. Applied one by one, a dup2 onto 1 changes what a later
+  // "stderr from 1" reads (stdout to a pipe, stderr to 1 would put stderr in
+  // the pipe; swapping 1 and 2 would send both to one place). So first copy
+  // every source to a fresh number >= 3, which no target can overwrite, and
+  // dup2 the copies. The copies are close-on-exec (atomically, so a fork in
+  // another thread cannot leak them) and vanish at exec; dup2 clears the
+  // flag on the targets. We close our copies once the child is started.
+  const int sources[3] = {options.stdin_fd, options.stdout_fd, options.stderr_fd};
+  static constexpr const char* kNames[3] = {"stdin_fd", "stdout_fd", "stderr_fd"};
   for (int target = 0; target < 3; ++target) {
-    if (fds[target] >= 0) posix_spawn_file_actions_adddup2(&setup.actions, fds[target], target);
+    if (sources[target] < 0) continue;
+    const int copy = ::fcntl(sources[target], F_DUPFD_CLOEXEC, 3);
+    if (copy < 0) {
+      sys::throw_errno("ChildProcess::spawn: " + std::string(kNames[target]) + " " +
+                       std::to_string(sources[target]));
+    }
+    setup.copies[target] = copy;
+    posix_spawn_file_actions_adddup2(&setup.actions, copy, target);
   }
 
   std::vector<char*> args;
@@ -212,14 +233,15 @@ ExitStatus ChildProcess::wait() {
 
 std::optional<ExitStatus> ChildProcess::wait_for(std::chrono::nanoseconds timeout) {
   if (auto status = try_wait()) return status;
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + timeout;
+  // Saturated: a timeout past the clock's range waits without a limit.
+  const auto deadline = detail::deadline_after(timeout);
   for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return try_wait();
+    // -1: no limit; 0: the deadline has passed; else capped at INT_MAX ms.
+    const int wait_ms = detail::poll_timeout_ms(deadline);
+    if (wait_ms == 0) return try_wait();
     if (pidfd_ >= 0) {
       pollfd p{pidfd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      if (::poll(&p, 1, wait_ms) < 0 && errno != EINTR) {
         sys::throw_errno("ChildProcess::wait_for: poll");
       }
     } else {

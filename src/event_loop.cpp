@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "deadline.h"
 #include "doorbell/timer.h"
 #include "sys/error.h"
 
@@ -195,32 +196,48 @@ bool EventLoop::take_stop() noexcept {
 }
 
 std::size_t EventLoop::run() {
+  if (running_) throw std::logic_error("EventLoop::run: called from a callback (re-entry)");
+  // run() owns the stop flag: this is the only place that clears it, and it
+  // clears it exactly when it decides to return. A stop() that lands after
+  // the check is not lost: rounds never clear the flag, and the round below
+  // either sees it before arming (and does not sleep), or its notify() finds
+  // the notifier pending or armed (arm() refuses, or the eventfd wakes
+  // epoll_wait). The next check then returns.
   std::size_t total = 0;
-  for (;;) {
-    if (stop_.load(std::memory_order_acquire)) {
-      take_stop();
-      return total;
-    }
+  while (!take_stop()) {
+    if (race_hook_) race_hook_(EventLoopRacePoint::after_stop_check, race_hook_context_);
     total += run_once(std::nullopt);
   }
+  return total;
 }
 
 std::size_t EventLoop::run_once(std::optional<std::chrono::milliseconds> timeout) {
   if (running_) throw std::logic_error("EventLoop::run_once: called from a callback (re-entry)");
-  if (take_stop()) return 0;
-  int timeout_ms = timeout ? static_cast<int>(std::max<int64_t>(0, timeout->count())) : -1;
-  // Arm only when we would sleep; a pending notify() means "don't sleep".
+  const bool poll_only = timeout && timeout->count() <= 0;
+  // Saturated: a timeout too large for the clock means no limit.
+  const auto deadline = !timeout || poll_only ? detail::DeadlineClock::time_point::max()
+                                              : detail::deadline_after(*timeout);
+  // Sleep only when no stop is pending. The flag is read before arm(): a
+  // stop() after the read either set the notifier pending first (arm()
+  // refuses) or finds it armed and writes the eventfd, which ends the wait.
+  // A pending notify() also means "don't sleep".
   bool armed = false;
-  if (timeout_ms != 0) {
-    armed = notifier_.arm();
-    if (!armed) timeout_ms = 0;
-  }
+  if (!poll_only && !stop_requested()) armed = notifier_.arm();
+  int timeout_ms = armed ? detail::poll_timeout_ms(deadline) : 0;
   epoll_event events[kMaxEvents];
   int n;
-  do {
+  for (;;) {
     n = ::epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) sys::fatal("EventLoop: epoll_wait", errno);
+    if (n > 0) break;
+    if (n < 0 && errno != EINTR) sys::fatal("EventLoop: epoll_wait", errno);
+    // Nothing yet: EINTR, the deadline, or a wait capped at INT_MAX ms
+    // (~24.8 days) that ended before a longer deadline. Wait again for the
+    // time left; stay armed (nothing consumed the notifier).
+    n = 0;
+    if (timeout_ms == 0) break;
+    timeout_ms = detail::poll_timeout_ms(deadline);
+    if (timeout_ms == 0) break;
+  }
 
   bool notifier_readable = false;
   for (int i = 0; i < n; ++i)

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "deadline.h"
+
 namespace doorbell {
 namespace detail {
 
@@ -125,7 +127,7 @@ Ring::Status Ring::try_push(const void* data, std::size_t size) noexcept {
 
 Ring::Status Ring::push(const void* data, std::size_t size,
                         std::chrono::nanoseconds timeout) noexcept {
-  const auto deadline = Bell::Clock::now() + timeout;
+  const auto deadline = detail::deadline_after(timeout);  // saturated
   for (;;) {
     const Status s = try_push(data, size);
     if (s != Status::full) return s;
@@ -154,7 +156,7 @@ Ring::PopResult Ring::try_pop(void* buffer, std::size_t capacity) noexcept {
 
 Ring::PopResult Ring::pop(void* buffer, std::size_t capacity, std::chrono::nanoseconds timeout,
                           Bell::Spin spin) noexcept {
-  const auto deadline = Bell::Clock::now() + timeout;
+  const auto deadline = detail::deadline_after(timeout);  // saturated
   for (;;) {
     const PopResult r = try_pop(buffer, capacity);
     if (r.status != Status::empty) return r;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "deadline.h"
 #include "signal_channel_backend.h"
 #include "sys/error.h"
 #include "sys/proc.h"
@@ -256,17 +257,18 @@ std::optional<SignalEvent> SignalChannel::try_receive() {
 
 std::optional<SignalEvent> SignalChannel::receive(std::chrono::nanoseconds timeout) {
   check_fork();
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + timeout;
+  // Saturated: a timeout past the clock's range waits without a limit.
+  const auto deadline = detail::deadline_after(timeout);
   for (;;) {
     if (auto event = backend_->try_receive()) return event;
     if (stopped_) return std::nullopt;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() < 0) return std::nullopt;
+    // -1 for no limit; capped at INT_MAX ms, so check the deadline after a
+    // quiet poll rather than trusting that it has passed.
+    const int wait_ms = detail::poll_timeout_ms(deadline);
     pollfd p{backend_->fd(), POLLIN, 0};
-    const int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    const int rc = ::poll(&p, 1, wait_ms);
     if (rc < 0 && errno != EINTR) sys::throw_errno("SignalChannel::receive: poll");
-    if (rc == 0 && Clock::now() >= deadline) return backend_->try_receive();
+    if (rc == 0 && detail::DeadlineClock::now() >= deadline) return backend_->try_receive();
   }
 }
 

@@ -8,7 +8,9 @@
 //   g_cores[64]     the live channels; the handler walks them lock-free.
 //   g_slots[signo]  per signal: how many channels watch it, the disposition
 //                   that was in place before the first one, whether to chain.
-//   g_active        handlers currently inside our code.
+//   g_active        handlers currently inside our code (not counting a
+//                   chained previous handler, which runs after the handler
+//                   has left the count: it may never return).
 //
 // stop() of the last channel of a signal, in this order:
 //   1. restore the previous disposition: a signal that arrives later goes
@@ -47,6 +49,7 @@
 
 #include "doorbell/event_notifier.h"
 #include "signal_channel_backend.h"
+#include "signal_channel_hooks.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 
@@ -219,6 +222,13 @@ std::atomic<HandlerCore*> g_cores[kMaxCores];
 SignalSlot g_slots[kMaxSignal + 1];
 std::atomic<int> g_active{0};
 std::mutex g_mutex;
+// Test seam (signal_channel_hooks.h). Relaxed: a test installs the hook
+// before it provokes the race, and the hook synchronises on its own.
+std::atomic<SignalChannelHook> g_hook{nullptr};
+
+void race_point(SignalChannelRacePoint point, int signo) noexcept {
+  if (const SignalChannelHook hook = g_hook.load(std::memory_order_relaxed)) hook(point, signo);
+}
 
 void resend_to_self(int signo, siginfo_t* info) noexcept {
   // The signal is blocked while we run (sa_mask is full), so it stays
@@ -235,7 +245,10 @@ void on_signal(int signo, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   // seq_cst: ordered before the loads of g_cores (see the essay above).
   g_active.fetch_add(1, std::memory_order_seq_cst);
+  race_point(SignalChannelRacePoint::handler_counted, signo);
   bool taken = false;
+  const struct sigaction* chain_to = nullptr;
+  bool resend = false;
   if (signo > 0 && signo <= kMaxSignal) {
     for (auto& slot : g_cores) {
       HandlerCore* core = slot.load(std::memory_order_seq_cst);
@@ -250,17 +263,29 @@ void on_signal(int signo, siginfo_t* info, void* context) {
       const bool has_handler = (previous->sa_flags & SA_SIGINFO) != 0 ||
                                (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN);
       if (has_handler && (!taken || s.chain.load(std::memory_order_relaxed))) {
-        if ((previous->sa_flags & SA_SIGINFO) != 0) {
-          previous->sa_sigaction(signo, info, context);
-        } else {
-          previous->sa_handler(signo);
-        }
+        chain_to = previous;
       } else if (!has_handler && !taken && previous->sa_handler == SIG_DFL) {
-        resend_to_self(signo, info);
+        resend = true;
       }
     }
   }
+  // Leave the count BEFORE running the previous handler: it is not ours and
+  // may never return (a shell's SIGINT handler siglongjmps to its prompt),
+  // which would leave the count raised and every later stop() spinning.
+  // Nothing below touches a core: `previous` is never freed (SignalSlot) and
+  // the resend uses only this frame's siginfo. stop() thus waits for our
+  // code only; a chained handler may still run when stop() returns, as it
+  // could run at any time before the channel existed.
   g_active.fetch_sub(1, std::memory_order_seq_cst);
+  if (chain_to != nullptr) {
+    if ((chain_to->sa_flags & SA_SIGINFO) != 0) {
+      chain_to->sa_sigaction(signo, info, context);
+    } else {
+      chain_to->sa_handler(signo);
+    }
+  } else if (resend) {
+    resend_to_self(signo, info);
+  }
   errno = saved_errno;
 }
 
@@ -368,12 +393,27 @@ class HandlerBackend final : public SignalBackend {
     if (chain_) --slot.chainers;
     slot.chain.store(slot.chainers > 0, std::memory_order_relaxed);
     if (slot.watchers > 0) return;
+    // Someone replaced our handler meanwhile: theirs stays. "Ours" means our
+    // function, whatever flags and mask: someone who re-installed on_signal
+    // with other flags still wants the channel's handler, and leaving it in
+    // place with no channel would bounce every SIG_DFL signal back to itself
+    // (resend_to_self) forever.
     struct sigaction current;
     if (::sigaction(signo, nullptr, &current) != 0) sys::fatal("sigaction(query)", errno);
-    // Someone replaced our handler meanwhile: theirs stays.
     if (!is_ours(current)) return;
+    race_point(SignalChannelRacePoint::stop_before_restore, signo);
+    // No compare-and-swap of a disposition exists; sigaction() is an atomic
+    // swap that reports what it replaced. If that is no longer ours, another
+    // sigaction() ran since the read above: put theirs back. The limit
+    // (documented in signal_channel.h): between the two calls a signal meets
+    // the previous disposition, and a third sigaction() landing exactly
+    // there is undone.
     const struct sigaction* previous = slot.previous.load(std::memory_order_relaxed);
-    if (::sigaction(signo, previous, nullptr) != 0) sys::fatal("sigaction(restore)", errno);
+    struct sigaction replaced;
+    if (::sigaction(signo, previous, &replaced) != 0) sys::fatal("sigaction(restore)", errno);
+    if (!is_ours(replaced) && ::sigaction(signo, &replaced, nullptr) != 0) {
+      sys::fatal("sigaction(put back)", errno);
+    }
   }
 
   std::vector<int> signals_;
@@ -388,6 +428,10 @@ class HandlerBackend final : public SignalBackend {
 std::unique_ptr<SignalBackend> make_handler_backend(const std::vector<int>& signals,
                                                     const SignalChannel::Options& options) {
   return std::make_unique<HandlerBackend>(signals, options);
+}
+
+void set_signal_channel_hook(SignalChannelHook hook) noexcept {
+  g_hook.store(hook, std::memory_order_relaxed);
 }
 
 void handler_backend_after_fork_in_child() noexcept {
@@ -406,6 +450,14 @@ void handler_backend_after_fork_in_child() noexcept {
     slot.chain.store(false, std::memory_order_relaxed);
   }
   for (auto& core : g_cores) core.store(nullptr, std::memory_order_relaxed);
+  // Handlers that ran on other threads of the parent at the fork were
+  // counted, and those threads do not exist here: nobody would ever lower
+  // the count, and the child's first stop() would spin forever. The forking
+  // thread itself is never inside the counted part: that part calls no
+  // foreign code (chained handlers run after it, see on_signal), and the
+  // fork hook blocked every signal in this thread before fork(). So no
+  // handler of ours runs in the child.
+  g_active.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace doorbell::detail

@@ -78,11 +78,28 @@ int open_pidfd_or_none(pid_t pid) {
   }
 }
 
+bool process_alive(int pidfd) noexcept {
+  // Signal 0 through the pidfd: ESRCH once the process has exited, even if
+  // its PID now names another process. EPERM: alive, but we may not signal
+  // its main thread (its other threads may still be ours to signal).
+  const int rc = sys::pidfd_send_signal(pidfd, 0);
+  return rc == 0 || rc == -EPERM;
+}
+
 // Sends to every listed thread not yet in `sent` (kept sorted), re-listing
 // until a listing adds nothing. Shared by the broadcaster and stop_every_thread.
+//
+// Identity: a listing of /proc/PID/task names our process's threads only if
+// the process was still alive after the listing was read (while it lives,
+// its PID names nobody else). So each listing is confirmed through the
+// pidfd (when there is one) before any of its threads is signalled; a
+// process that exited, whose PID may already belong to a stranger, gets
+// nothing. What remains is the interval between that check and each
+// tgkill(pid, tid): a stranger would need both the PID and that thread's
+// TID within it, and tgkill refuses a TID outside the PID's thread group.
 template <typename SendOne>
-void send_to_all(pid_t pid, int max_listings, std::vector<pid_t>& sent, BroadcastResult& result,
-                 SendOne send_one) {
+void send_to_all(pid_t pid, int pidfd, int max_listings, std::vector<pid_t>& sent,
+                 BroadcastResult& result, SendOne send_one) {
   sent.clear();
   for (int listing = 0; listing < max_listings; ++listing) {
     std::vector<pid_t> tids;
@@ -96,6 +113,14 @@ void send_to_all(pid_t pid, int max_listings, std::vector<pid_t>& sent, Broadcas
       return;
     }
     ++result.listings;
+    if (pidfd >= 0 && !process_alive(pidfd)) {
+      result.process_exited = true;
+      if (listing == 0) {
+        sys::throw_errno(ESRCH, "ThreadBroadcaster: process " + std::to_string(pid) +
+                                    " has exited (its PID may name another process now)");
+      }
+      return;
+    }
     bool new_thread = false;
     for (const pid_t tid : tids) {
       const auto it = std::lower_bound(sent.begin(), sent.end(), tid);
@@ -119,12 +144,6 @@ void send_to_all(pid_t pid, int max_listings, std::vector<pid_t>& sent, Broadcas
   }
 }
 
-bool process_alive(int pidfd) noexcept {
-  // Signal 0 through the pidfd: ESRCH once the process has exited, even if
-  // its PID now names another process.
-  return sys::pidfd_send_signal(pidfd, 0) == 0;
-}
-
 }  // namespace
 
 ThreadBroadcaster::ThreadBroadcaster(pid_t pid) : ThreadBroadcaster(pid, Options{}) {}
@@ -145,8 +164,12 @@ BroadcastResult ThreadBroadcaster::send(int signo) {
   // 56-bit sequence: wraps after 7e16 broadcasts, i.e. never in practice.
   const uint64_t next = (sequence_ + 1) & BroadcastToken::kSequenceMask;
   const uint64_t token = BroadcastToken::kMarker | next;
-  BroadcastResult result = broadcast(signo, true, token);
+  // The token is spent as soon as it may reach a thread: advance first. A
+  // broadcast that fails halfway (EAGAIN from RLIMIT_SIGPENDING, EPERM on
+  // one thread) has delivered it to some threads already; handing it to the
+  // next broadcast would make those threads drop that one as a duplicate.
   sequence_ = next;
+  BroadcastResult result = broadcast(signo, true, token);
   result.token = token;
   return result;
 }
@@ -177,7 +200,7 @@ BroadcastResult ThreadBroadcaster::broadcast(int signo, bool with_info, uint64_t
     info.si_uid = ::getuid();
     info.si_value.sival_ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(value));
   }
-  send_to_all(pid_, options_.max_listings, sent_, result, [&](pid_t tid) {
+  send_to_all(pid_, pidfd_, options_.max_listings, sent_, result, [&](pid_t tid) {
     if (!with_info) return sys::tgkill(pid_, tid, signo);
     // The kernel copies info; a fresh copy per thread keeps it untouched.
     siginfo_t copy = info;
@@ -195,7 +218,7 @@ BroadcastResult stop_every_thread(pid_t pid) {
   BroadcastResult result;
   std::vector<pid_t> sent;
   try {
-    send_to_all(pid, ThreadBroadcaster::Options{}.max_listings, sent, result,
+    send_to_all(pid, pidfd, ThreadBroadcaster::Options{}.max_listings, sent, result,
                 [&](pid_t tid) { return sys::tgkill(pid, tid, SIGSTOP); });
   } catch (...) {
     if (pidfd >= 0) ::close(pidfd);

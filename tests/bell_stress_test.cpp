@@ -81,34 +81,72 @@ TEST(BellStress, PingPongThreadsPrivateWithSpin_NoLostWakeup) {
 // Several waiters on one Bell: every ring must be taken by exactly one of
 // them. The ringer rings only after the previous ring was taken, so rings
 // never merge, and the count of takes must equal the count of rings.
+// The waiters wait without a timeout (a timed wait would take a pending ring
+// when it times out, hiding a lost futex wake-up behind a short delay), so a
+// lost wake-up leaves the ring untaken: the run happens in a forked child
+// and the parent's watchdog fails the test when the child does not finish.
 TEST(BellStress, ManyWaitersEachRingTakenOnce_NoLostWakeup) {
-  Bell bell;
-  constexpr int kWaiters = 4;
+  void* page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  auto* progress = static_cast<std::atomic<int>*>(page);  // rings taken, seen by the parent
   const int rings = scaled(5000);
-  std::atomic<int> taken{0};
-  std::atomic<bool> done{false};
-  std::vector<std::thread> waiters;
-  for (int w = 0; w < kWaiters; ++w)
-    waiters.emplace_back([&] {
-      while (!done.load()) {
-        if (bell.wait_for(20ms)) taken.fetch_add(1);
-      }
-    });
-  std::minstd_rand rng(3);
-  for (int i = 0; i < rings; ++i) {
-    jitter(rng);
-    bell.ring();
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (taken.load() != i + 1) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "ring " << i << " never taken";
-      std::this_thread::yield();
+  const pid_t pid = ::fork();
+  ASSERT_NE(pid, -1);
+  if (pid == 0) {
+    Bell bell;
+    constexpr int kWaiters = 4;
+    std::atomic<int> taken{0};
+    std::atomic<bool> done{false};
+    std::vector<std::thread> waiters;
+    for (int w = 0; w < kWaiters; ++w)
+      waiters.emplace_back([&] {
+        for (;;) {
+          bell.wait();
+          if (done.load()) return;
+          taken.fetch_add(1);
+        }
+      });
+    std::minstd_rand rng(3);
+    for (int i = 0; i < rings; ++i) {
+      jitter(rng);
+      bell.ring();
+      // No deadline here: a lost wake-up hangs, and the parent kills us.
+      while (taken.load() != i + 1) std::this_thread::yield();
+      progress->store(i + 1);
     }
+    done = true;
+    for (int w = 0; w < kWaiters; ++w) {
+      bell.ring();
+      while (bell.rung()) std::this_thread::yield();  // taken by one exiting waiter
+    }
+    for (auto& t : waiters) t.join();
+    const bool ok = taken.load() == rings && !bell.rung() && bell.waiters() == 0;
+    ::_exit(ok ? 0 : 1);
   }
-  done = true;
-  for (auto& t : waiters) t.join();
-  EXPECT_EQ(taken.load(), rings);
-  EXPECT_FALSE(bell.rung());
-  EXPECT_EQ(bell.waiters(), 0u);
+  // Watchdog: generous, and reset by progress, so only a stuck ring fails.
+  int status = 0;
+  int last = -1;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    ASSERT_NE(r, -1);
+    if (r == pid) break;
+    const int now = progress->load();
+    if (now != last) {
+      last = now;
+      deadline = std::chrono::steady_clock::now() + 20s;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ::munmap(page, 4096);
+      FAIL() << "ring " << now << " of " << rings << " never taken within 20 s: lost wake-up";
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  ::munmap(page, 4096);
+  ASSERT_TRUE(WIFEXITED(status)) << "child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "takes != rings, or the Bell did not end clean";
 }
 
 // The timeout path races with ring(): a waiter that times out while a ring

@@ -46,6 +46,25 @@ TEST(Bell, WaitForTimesOutAfterAtLeastTheDuration) {
   }
 }
 
+TEST(Bell, WaitUntilAFutureDeadline) {
+  for (auto scope : {Bell::Scope::shared, Bell::Scope::process_private}) {
+    Bell bell(scope);
+    // Nobody rings: it times out, no earlier than the deadline.
+    const auto deadline = Bell::Clock::now() + 20ms;
+    EXPECT_FALSE(bell.wait_until(deadline));
+    EXPECT_GE(Bell::Clock::now(), deadline);
+    EXPECT_EQ(bell.waiters(), 0u);
+    // A ring before the deadline ends the wait with true.
+    std::thread ringer([&] {
+      while (bell.waiters() == 0) std::this_thread::yield();
+      bell.ring();
+    });
+    EXPECT_TRUE(bell.wait_until(Bell::Clock::now() + 60s));
+    ringer.join();
+    EXPECT_FALSE(bell.rung()) << "the wait consumed the ring";
+  }
+}
+
 TEST(Bell, RingWakesSleepingWaiterAcrossThreads) {
   Bell bell;
   int payload = 0;
@@ -78,6 +97,7 @@ TEST(Bell, MisalignedAddressIsRejected) {
   EXPECT_THROW(Bell::attach(nullptr), std::invalid_argument);
   try {
     Bell::attach(buffer + 3);
+    FAIL() << "attach() of a misaligned address did not throw";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("4-byte aligned"), std::string::npos);
   }

@@ -6,21 +6,25 @@
 // Skips, saying why, when no chromium is installed.
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/wait.h>
+#include <unistd.h>
 
-#include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "tests/support/run_program.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kCli = std::string(DOORBELL_BINARY_DIR) + "/doorbell";
+using doorbell::test::run_doorbell;
+using doorbell::test::run_program;
 const std::string kData = std::string(DOORBELL_SOURCE_DIR) + "/tests/data/";
 
 std::string read(const fs::path& p) {
@@ -30,9 +34,8 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-int run(const std::string& command) {
-  int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+void write(const fs::path& p, const std::string& content) {
+  std::ofstream(p, std::ios::binary) << content;
 }
 
 // The browser: $DOORBELL_CHROMIUM, else chromium or chromium-browser on PATH.
@@ -48,15 +51,27 @@ std::string find_chromium() {
   return {};
 }
 
-std::string chromium_flags(const fs::path& profile) {
-  // A fresh profile per run; nothing reaches the network.
-  return " --headless --no-sandbox --disable-gpu --disable-background-networking "
-         "--disable-component-update --disable-sync --no-first-run --no-default-browser-check "
-         "--user-data-dir=" +
-         profile.string();
+// The browser's command line: a fresh profile per run; nothing reaches the network.
+std::vector<std::string> chromium_command(const std::string& chromium, const fs::path& profile,
+                                          const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {chromium,
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--disable-background-networking",
+                                   "--disable-component-update",
+                                   "--disable-sync",
+                                   "--no-first-run",
+                                   "--no-default-browser-check",
+                                   "--user-data-dir=" + profile.string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
 }
 
-void check_in_browser(const std::string& name, const std::string& report_args, bool screenshot) {
+constexpr std::chrono::seconds kBrowserTimeout{120};
+
+void check_in_browser(const std::string& name, const std::vector<std::string>& results,
+                      bool screenshot) {
   std::string chromium = find_chromium();
   if (chromium.empty())
     GTEST_SKIP() << "chromium is not installed (Debian: apt-get install chromium); the report was "
@@ -65,10 +80,12 @@ void check_in_browser(const std::string& name, const std::string& report_args, b
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::path html = dir / "report.html";
-  ASSERT_EQ(run(kCli + " report " + report_args + " -o " + html.string() + " > " +
-                (dir / "report.log").string() + " 2>&1"),
-            0)
-      << read(dir / "report.log");
+  std::vector<std::string> report = {"report"};
+  report.insert(report.end(), results.begin(), results.end());
+  report.insert(report.end(), {"-o", html.string()});
+  auto made = run_doorbell(report);
+  write(dir / "report.log", made.out + made.err);
+  ASSERT_TRUE(made.success()) << made.describe();
   std::string page = read(html);
   std::regex plot_re("<img class=\"plot\" data-plot=\"");
   auto plots = std::distance(std::sregex_iterator(page.begin(), page.end(), plot_re),
@@ -79,11 +96,14 @@ void check_in_browser(const std::string& name, const std::string& report_args, b
   ASSERT_NE(::mkdtemp(profile_template), nullptr);
   fs::path profile(profile_template);
   const std::string url = "file://" + fs::absolute(html).string();
-  int dom_rc = run("timeout 120 " + chromium + chromium_flags(profile) + " --dump-dom '" + url +
-                   "' > " + (dir / "dom.html").string() + " 2> " + (dir / "chromium.log").string());
+  doorbell::test::RunOptions browser;
+  browser.timeout = kBrowserTimeout;
+  auto dumped = run_program(chromium_command(chromium, profile, {"--dump-dom", url}), browser);
   fs::remove_all(profile);
-  ASSERT_EQ(dom_rc, 0) << read(dir / "chromium.log");
-  std::string dom = read(dir / "dom.html");
+  write(dir / "dom.html", dumped.out);
+  write(dir / "chromium.log", dumped.err);
+  ASSERT_TRUE(dumped.success()) << dumped.describe();
+  const std::string& dom = dumped.out;
   std::smatch body;
   ASSERT_TRUE(std::regex_search(dom, body, std::regex("<body[^>]*>")))
       << "no <body> in the DOM dump";
@@ -101,11 +121,13 @@ void check_in_browser(const std::string& name, const std::string& report_args, b
   if (!screenshot) return;
   ASSERT_TRUE(fs::create_directories(profile) || fs::exists(profile));
   fs::path png = dir / "report.png";
-  int shot_rc = run("timeout 120 " + chromium + chromium_flags(profile) +
-                    " --window-size=1280,3000 --screenshot=" + png.string() + " '" + url + "' >> " +
-                    (dir / "chromium.log").string() + " 2>&1");
+  auto shot = run_program(
+      chromium_command(chromium, profile,
+                       {"--window-size=1280,3000", "--screenshot=" + png.string(), url}),
+      browser);
   fs::remove_all(profile);
-  ASSERT_EQ(shot_rc, 0) << read(dir / "chromium.log");
+  write(dir / "chromium_screenshot.log", shot.out + shot.err);
+  ASSERT_TRUE(shot.success()) << shot.describe();
   ASSERT_TRUE(fs::exists(png));
   std::string image = read(png);
   ASSERT_GT(image.size(), 8u);
@@ -117,14 +139,14 @@ TEST(Browser, ReportOfOneRunShowsEveryPlot) {
 #ifdef DOORBELL_NO_CLI
   GTEST_SKIP() << "built without the lab (DOORBELL_BUILD_LAB=OFF): no doorbell CLI";
 #endif
-  check_in_browser("single", kData + "small_results.json", true);
+  check_in_browser("single", {kData + "small_results.json"}, true);
 }
 
 TEST(Browser, ComparisonShowsEveryPlot) {
 #ifdef DOORBELL_NO_CLI
   GTEST_SKIP() << "built without the lab (DOORBELL_BUILD_LAB=OFF): no doorbell CLI";
 #endif
-  check_in_browser("compare", kData + "small_results.json " + kData + "small_results_b.json",
+  check_in_browser("compare", {kData + "small_results.json", kData + "small_results_b.json"},
                    false);
 }
 

@@ -1,15 +1,20 @@
 // ChildProcess: spawn with a clean signal state, pidfd watch, pidfd signals.
 #include "doorbell/child_process.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "doorbell/signal_channel.h"
 #include "sys/proc.h"
@@ -129,6 +134,150 @@ TEST(ChildProcess, EnvironmentAndStdoutAreSet) {
   ::close(pipe_fds[0]);
   EXPECT_STREQ(buffer, "bell");
   EXPECT_TRUE(child.wait().success());
+}
+
+// A memfd standing in for one of our descriptors, read back from offset 0.
+struct Capture {
+  int fd = ::memfd_create("capture", MFD_CLOEXEC);
+  ~Capture() { ::close(fd); }
+  std::string text() const {
+    std::string out;
+    char buffer[256];
+    ssize_t n;
+    off_t offset = 0;
+    while ((n = ::pread(fd, buffer, sizeof buffer, offset)) > 0) {
+      out.append(buffer, static_cast<std::size_t>(n));
+      offset += n;
+    }
+    return out;
+  }
+};
+
+// Points this process's fds 1 and 2 at captures while it lives; restores
+// them after. No gtest assertion may run inside (its output would land in
+// the captures).
+struct RedirectOurStdoutStderr {
+  Capture one, two;
+  int saved_one = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
+  int saved_two = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
+  RedirectOurStdoutStderr() {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::dup2(one.fd, 1);
+    ::dup2(two.fd, 2);
+  }
+  ~RedirectOurStdoutStderr() {
+    ::dup2(saved_one, 1);
+    ::dup2(saved_two, 2);
+    ::close(saved_one);
+    ::close(saved_two);
+  }
+};
+
+std::string read_to_end(int fd) {
+  std::string out;
+  char buffer[256];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    out.append(buffer, static_cast<std::size_t>(n));
+  return out;
+}
+
+TEST(ChildProcess, StderrFdAloneIsTheChildsStderr) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  doorbell::SpawnOptions options;
+  options.stderr_fd = pipe_fds[1];
+  auto child = ChildProcess::spawn({"/bin/sh", "-c", "echo err >&2"}, options);
+  ::close(pipe_fds[1]);
+  const std::string got = read_to_end(pipe_fds[0]);
+  ::close(pipe_fds[0]);
+  EXPECT_EQ(got, "err\n");
+  EXPECT_TRUE(child.wait().success());
+}
+
+TEST(ChildProcess, NewProcessGroupPutsTheChildInItsOwnGroup) {
+  for (const bool new_group : {false, true}) {
+    SCOPED_TRACE(new_group ? "new_process_group" : "default");
+    doorbell::SpawnOptions options;
+    options.new_process_group = new_group;
+    auto child = ChildProcess::spawn({"sleep", "30"}, options);
+    // posix_spawn sets the group before exec, so it is set once spawn()
+    // returns.
+    const pid_t group = ::getpgid(child.pid());
+    if (new_group) {
+      EXPECT_EQ(group, child.pid());
+    } else {
+      EXPECT_EQ(group, ::getpgrp());
+    }
+    child.send_signal(SIGKILL);
+    child.wait();
+  }
+}
+
+TEST(ChildProcess, SearchPathFalseTakesTheNameAsAPath) {
+  doorbell::SpawnOptions options;
+  options.search_path = false;
+  // No "sh" in the working directory: without the PATH lookup it is not found.
+  ASSERT_NE(::access("sh", F_OK), 0);
+  try {
+    ChildProcess::spawn({"sh", "-c", "exit 0"}, options);
+    ADD_FAILURE() << "\"sh\" was looked up in PATH although search_path = false";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), ENOENT) << e.what();
+  }
+  // A path works either way, and the default looks the name up in PATH.
+  EXPECT_TRUE(ChildProcess::spawn({"/bin/sh", "-c", "exit 0"}, options).wait().success());
+  EXPECT_TRUE(ChildProcess::spawn({"sh", "-c", "exit 0"}).wait().success());
+}
+
+// Each xxx_fd names a descriptor of the parent; the child gets exactly those,
+// as if the three dup2s happened at once. The old code applied them one by
+// one, so a target written first was then read as a later source.
+TEST(ChildProcess, RedirectionsApplyAsIfSimultaneous) {
+  const std::vector<std::string> argv = {"/bin/sh", "-c", "echo out; echo err >&2"};
+  {
+    SCOPED_TRACE("stdout_fd = a pipe, stderr_fd = 1: stderr goes to our fd 1, not the pipe");
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+    std::string our_one, our_two;
+    bool success = false;
+    {
+      RedirectOurStdoutStderr ours;
+      doorbell::SpawnOptions options;
+      options.stdout_fd = pipe_fds[1];
+      options.stderr_fd = 1;
+      auto child = ChildProcess::spawn(argv, options);
+      ::close(pipe_fds[1]);
+      success = child.wait().success();
+      our_one = ours.one.text();
+      our_two = ours.two.text();
+    }
+    const std::string piped = read_to_end(pipe_fds[0]);
+    ::close(pipe_fds[0]);
+    EXPECT_TRUE(success);
+    EXPECT_EQ(piped, "out\n") << "the child's stdout";
+    EXPECT_EQ(our_one, "err\n") << "the child's stderr: our fd 1";
+    EXPECT_EQ(our_two, "") << "our fd 2 was not given to the child";
+  }
+  {
+    SCOPED_TRACE("stdout_fd = 2, stderr_fd = 1: swapped");
+    std::string our_one, our_two;
+    bool success = false;
+    {
+      RedirectOurStdoutStderr ours;
+      doorbell::SpawnOptions options;
+      options.stdout_fd = 2;
+      options.stderr_fd = 1;
+      auto child = ChildProcess::spawn(argv, options);
+      success = child.wait().success();
+      our_one = ours.one.text();
+      our_two = ours.two.text();
+    }
+    EXPECT_TRUE(success);
+    EXPECT_EQ(our_two, "out\n") << "the child's stdout: our fd 2";
+    EXPECT_EQ(our_one, "err\n") << "the child's stderr: our fd 1";
+  }
 }
 
 }  // namespace

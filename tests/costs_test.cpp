@@ -7,14 +7,25 @@
 // Each TEST runs in its own process (gtest_discover_tests), so a disposition
 // or mask changed here cannot leak into another test.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <iostream>
 
-#include "lab/scenarios/costs_probes.h"
+#include "lab/common/costs_probes.h"
+#include "lab/common/signal_scope.h"
+#include "sys/proc.h"
+#include "sys/tgkill.h"
 
 namespace costs = doorbell::lab::costs;
+using doorbell::lab::drain_pending;
+using doorbell::lab::ScopedDisposition;
+using doorbell::lab::ScopedMask;
+namespace sys = doorbell::sys;
 
 namespace {
 
@@ -43,8 +54,8 @@ struct RoundTrip {
   uint64_t after = 0;
 };
 RoundTrip round_trip(const costs::VectorSupport& s, costs::VectorState state) {
-  costs::ScopedHandler handler(SIGUSR1, &counting_handler);
-  costs::ScopedThreadMask unblock(SIG_UNBLOCK, {SIGUSR1});
+  ScopedDisposition handler(SIGUSR1, &counting_handler);
+  ScopedMask unblock(SIG_UNBLOCK, {SIGUSR1});
   const int handled = g_handled.load();
   const auto t = costs::self_signal_round_trip(s, state, SIGUSR1);
   EXPECT_TRUE(t.state_set);
@@ -176,7 +187,7 @@ TEST(CostsDirected, ThreadDirectedSignalReachesTheNamedThread) {
 }
 
 TEST(CostsDirected, ProcessDirectedSignalReachesAThreadThatDoesNotBlockIt) {
-  const pid_t self = costs::gettid_raw();
+  const pid_t self = sys::current_tid();
   for (int i = 0; i < 5; ++i) {
     const auto c = costs::check_delivery(16, SIGUSR2, /*directed=*/false);
     ASSERT_NE(c.receiver, 0);
@@ -190,21 +201,20 @@ TEST(CostsQueueing, StandardSignalsMergeRealTimeSignalsQueue) {
   // kernel kept pending is the fact the burst scenario reports, and
   // ThreadSanitizer's own handler keeps one slot per signal number.
   for (int signo : {SIGUSR1, SIGRTMIN + 4}) {
-    costs::ScopedThreadMask block(SIG_BLOCK, {signo});
-    for (int i = 0; i < 10; ++i)
-      ASSERT_EQ(costs::tgkill_raw(getpid(), costs::gettid_raw(), signo), 0);
-    EXPECT_EQ(costs::drain_pending(signo), signo == SIGUSR1 ? 1 : 10) << "signal " << signo;
+    ScopedMask block(SIG_BLOCK, {signo});
+    for (int i = 0; i < 10; ++i) ASSERT_EQ(sys::tgkill(getpid(), sys::current_tid(), signo), 0);
+    EXPECT_EQ(drain_pending(signo), signo == SIGUSR1 ? 1 : 10) << "signal " << signo;
   }
 }
 
 TEST(CostsQueueing, UnblockDeliversEveryPendingInstanceBeforeReturning) {
   // The burst scenario times the unblock call as the drain of the queue.
   const int signo = SIGRTMIN + 4;
-  costs::ScopedHandler handler(signo, &counting_handler);
+  ScopedDisposition handler(signo, &counting_handler);
   g_handled.store(0);
   {
-    costs::ScopedThreadMask block(SIG_BLOCK, {signo});
-    ASSERT_EQ(costs::tgkill_raw(getpid(), costs::gettid_raw(), signo), 0);
+    ScopedMask block(SIG_BLOCK, {signo});
+    ASSERT_EQ(sys::tgkill(getpid(), sys::current_tid(), signo), 0);
   }
   EXPECT_EQ(g_handled.load(), 1);
 }
@@ -215,8 +225,8 @@ TEST(CostsGuards, RestoreDispositionMaskAndItimer) {
   sigset_t mask_before;
   ASSERT_EQ(pthread_sigmask(SIG_SETMASK, nullptr, &mask_before), 0);
   {
-    costs::ScopedHandler handler(SIGUSR1, &counting_handler);
-    costs::ScopedThreadMask block(SIG_BLOCK, {SIGUSR1});
+    ScopedDisposition handler(SIGUSR1, &counting_handler);
+    ScopedMask block(SIG_BLOCK, {SIGUSR1});
     costs::ScopedRealItimer itimer;
     const itimerval armed{{0, 1000}, {1, 0}};
     ASSERT_EQ(setitimer(ITIMER_REAL, &armed, nullptr), 0);
@@ -234,11 +244,10 @@ TEST(CostsGuards, RestoreDispositionMaskAndItimer) {
 }
 
 TEST(CostsGuards, DrainPendingTakesLeftovers) {
-  costs::ScopedThreadMask block(SIG_BLOCK, {SIGUSR2, SIGRTMIN + 5});
-  ASSERT_EQ(costs::tgkill_raw(getpid(), costs::gettid_raw(), SIGUSR2), 0);
-  EXPECT_EQ(costs::drain_pending(SIGUSR2), 1);
-  for (int i = 0; i < 3; ++i)
-    ASSERT_EQ(costs::tgkill_raw(getpid(), costs::gettid_raw(), SIGRTMIN + 5), 0);
-  EXPECT_EQ(costs::drain_pending(SIGRTMIN + 5), 3);
-  EXPECT_EQ(costs::drain_pending(SIGUSR2), 0);
+  ScopedMask block(SIG_BLOCK, {SIGUSR2, SIGRTMIN + 5});
+  ASSERT_EQ(sys::tgkill(getpid(), sys::current_tid(), SIGUSR2), 0);
+  EXPECT_EQ(drain_pending(SIGUSR2), 1);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(sys::tgkill(getpid(), sys::current_tid(), SIGRTMIN + 5), 0);
+  EXPECT_EQ(drain_pending(SIGRTMIN + 5), 3);
+  EXPECT_EQ(drain_pending(SIGUSR2), 0);
 }

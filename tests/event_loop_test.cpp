@@ -5,12 +5,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <future>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using doorbell::EventLoop;
+using doorbell::EventLoopRacePoint;
 
 namespace {
 
@@ -84,6 +88,82 @@ TEST(EventLoop, StopFromAnotherThreadEndsRun) {
   EXPECT_FALSE(loop.stop_requested());
 }
 
+// Runs `body` (which drives the loop) on its own thread. Returns true when
+// it ends within `deadline`. Otherwise calls `unstick` (which must make the
+// body return), joins, and returns false: a hang becomes a clean failure.
+bool returns_within(std::chrono::seconds deadline, const std::function<void()>& body,
+                    const std::function<void()>& unstick) {
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  std::thread runner([&] {
+    body();
+    done.set_value();
+  });
+  const bool in_time = finished.wait_for(deadline) == std::future_status::ready;
+  if (!in_time) {
+    unstick();
+    finished.wait();
+  }
+  runner.join();
+  return in_time;
+}
+
+// A stop() that lands between run()'s check of the flag and the round it
+// then starts must still end run(). The old run() checked the flag, then
+// called run_once(), which consumed the stop and returned 0; run() went round
+// again and slept in epoll_wait(-1) with nobody left to wake it.
+TEST(EventLoop, StopRacesRun_NoHang) {
+  EventLoop loop;
+  struct Window {
+    EventLoop* loop;
+    int hits = 0;
+  } window{&loop};
+  loop.set_race_hook_for_testing(
+      [](EventLoopRacePoint point, void* context) {
+        auto* w = static_cast<Window*>(context);
+        // Exactly in the window, and only once.
+        if (point == EventLoopRacePoint::after_stop_check && w->hits++ == 0) w->loop->stop();
+      },
+      &window);
+  std::size_t callbacks = 1;
+  const bool returned = returns_within(
+      10s, [&] { callbacks = loop.run(); }, [&] { loop.stop(); });
+  EXPECT_TRUE(returned) << "run() slept on after a stop() that arrived between its check of the "
+                           "stop flag and its round (lost stop)";
+  EXPECT_GE(window.hits, 1) << "the injection point was never reached";
+  EXPECT_EQ(callbacks, 0u);
+  EXPECT_FALSE(loop.stop_requested()) << "run() returned because of the stop: it is consumed";
+}
+
+// run_once() never consumes a stop: a user's own loop sees it through
+// stop_requested(), and run_once() does not sleep while it is pending, even
+// when an earlier round already drained the wake-up that came with it.
+TEST(EventLoop, RunOnceDoesNotSleepOnOrConsumeAPendingStop) {
+  EventLoop loop;
+  Pipe p;
+  int calls = 0;
+  loop.add(p.r, EventLoop::kReadable, [&](uint32_t) {
+    p.drain();
+    ++calls;
+  });
+  loop.stop();
+  p.put();
+  for (int round = 0; round < 3; ++round) {
+    const bool returned = returns_within(
+        10s, [&] { loop.run_once(std::nullopt); }, [&] { loop.wakeup(); });
+    EXPECT_TRUE(returned) << "run_once() slept with a stop pending (round " << round << ")";
+    EXPECT_TRUE(loop.stop_requested()) << "run_once() consumed the stop (round " << round << ")";
+  }
+  EXPECT_EQ(calls, 1) << "the ready event is dispatched in the first round";
+  // run() honours the stop, and clears it.
+  std::size_t callbacks = 1;
+  EXPECT_TRUE(returns_within(
+      10s, [&] { callbacks = loop.run(); }, [&] { loop.stop(); }))
+      << "run() slept although a stop was pending";
+  EXPECT_EQ(callbacks, 0u);
+  EXPECT_FALSE(loop.stop_requested());
+}
+
 TEST(EventLoop, StopBeforeRunIsSticky) {
   EventLoop loop;
   loop.stop();
@@ -144,6 +224,23 @@ TEST(EventLoop, ReusedNumberOfFdClosedUnderTheLoopIsReportedOnAdd) {
   loop.add(number, EventLoop::kReadable, [](uint32_t) {});
   EXPECT_TRUE(loop.remove(number));
   ::close(number);
+}
+
+TEST(EventLoop, ModifyChangesTheEventsWatched) {
+  EventLoop loop;
+  Pipe p;  // the write end: always writable, never readable
+  std::vector<uint32_t> seen;
+  loop.add(p.w, EventLoop::kReadable, [&](uint32_t events) { seen.push_back(events); });
+  EXPECT_EQ(loop.run_once(0ms), 0u) << "the write end is not readable";
+  loop.modify(p.w, EventLoop::kWritable);
+  EXPECT_EQ(loop.run_once(0ms), 1u);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0] & EventLoop::kWritable);
+  EXPECT_FALSE(seen[0] & EventLoop::kReadable);
+  loop.modify(p.w, EventLoop::kReadable);
+  EXPECT_EQ(loop.run_once(0ms), 0u) << "back to readable only";
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(loop.remove(p.w));
 }
 
 TEST(EventLoop, BadArgumentsAreRejected) {

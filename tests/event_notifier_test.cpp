@@ -4,9 +4,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 namespace {
@@ -52,26 +54,56 @@ TEST(EventNotifier, WaitTimesOutAfterAtLeastTheTimeout) {
 }
 
 TEST(EventNotifier, CrossThreadNoLostWakeups) {
-  // The consumer sleeps in wait() each round; the producer notifies once
+  // The consumer sleeps in wait(-1) each round; the producer notifies once
   // per round after seeing the consumer's round number. A lost wake-up
-  // hangs the test (ctest timeout) instead of passing.
+  // leaves the consumer asleep: a watchdog that sees no progress for 20 s
+  // writes the eventfd itself (the one way to wake a wait(-1) from outside),
+  // both sides stop, and the test fails saying at which round.
   doorbell::EventNotifier n;
   std::atomic<int> round{0};
+  std::atomic<bool> hung{false};
+  std::atomic<bool> finished{false};
   constexpr int kRounds = 20000;
   std::thread producer([&] {
-    for (int r = 1; r <= kRounds; ++r) {
-      while (round.load(std::memory_order_acquire) != r - 1) std::this_thread::yield();
+    for (int r = 1; r <= kRounds && !hung.load(); ++r) {
+      while (round.load(std::memory_order_acquire) != r - 1 && !hung.load())
+        std::this_thread::yield();
       n.notify();
-      while (round.load(std::memory_order_acquire) == r - 1) std::this_thread::yield();
+      while (round.load(std::memory_order_acquire) == r - 1 && !hung.load())
+        std::this_thread::yield();
     }
   });
-  for (int r = 1; r <= kRounds; ++r) {
-    while (!n.wait(-1)) {
+  std::thread watchdog([&] {
+    int seen = -1;
+    auto last_progress = std::chrono::steady_clock::now();
+    while (!finished.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const int now_round = round.load();
+      if (now_round != seen) {
+        seen = now_round;
+        last_progress = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(20)) {
+        hung.store(true);
+        const uint64_t one = 1;
+        (void)!::write(n.fd(), &one, sizeof one);
+        return;
+      }
     }
+  });
+  int completed = 0;
+  for (int r = 1; r <= kRounds && !hung.load(); ++r) {
+    while (!n.wait(-1) && !hung.load()) {
+    }
+    if (hung.load()) break;
     round.store(r, std::memory_order_release);
+    completed = r;
   }
+  finished.store(true);
   producer.join();
-  EXPECT_EQ(round.load(), kRounds);
+  watchdog.join();
+  EXPECT_FALSE(hung.load()) << "lost wake-up: the consumer slept through the notify() of round "
+                            << completed + 1 << " for 20 s";
+  EXPECT_EQ(completed, kRounds);
 }
 
 doorbell::EventNotifier* g_notifier = nullptr;

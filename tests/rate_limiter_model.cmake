@@ -1,30 +1,36 @@
 # The RateLimiter's window-opening protocol, checked with spin (Debian
-# package `spin`): spin -a, cc pan.c, ./pan; any assertion violation or
-# invalid end state fails the test. The seed's refresh protocol is checked
-# too, and must fail (spin must find its double refresh).
-find_program(DOORBELL_SPIN spin)
-find_program(DOORBELL_PAN_CC NAMES cc gcc)
-set(_rl_models ${CMAKE_CURRENT_SOURCE_DIR}/models)
-set(_rl_runner ${_rl_models}/rate_limiter_run_spin.cmake)
-if(DOORBELL_SPIN AND DOORBELL_PAN_CC)
-  foreach(config "two_callers;-DNP=2;-DCALLS=2;pass;rate_limiter.pml"
-                 "three_callers;-DNP=3;-DCALLS=1;pass;rate_limiter.pml"
-                 "burst_one;-DB=1;-DCALLS=3;pass;rate_limiter.pml"
-                 "seed_double_refresh;-DUNUSED=0;-DUNUSED2=0;fail;rate_limiter_seed.pml")
-    list(GET config 0 name)
-    list(GET config 1 d1)
-    list(GET config 2 d2)
-    list(GET config 3 expect)
-    list(GET config 4 model)
-    add_test(NAME rate_limiter_model_${name}
-             COMMAND ${CMAKE_COMMAND} -DSPIN=${DOORBELL_SPIN} -DCC=${DOORBELL_PAN_CC}
-                     -DMODEL=${_rl_models}/${model}
-                     -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}/spin_rate_limiter_${name}
-                     -DD1=${d1} -DD2=${d2} -DEXPECT=${expect} -P ${_rl_runner})
-    set_tests_properties(rate_limiter_model_${name} PROPERTIES TIMEOUT 120 LABELS model)
-  endforeach()
-else()
-  add_test(NAME rate_limiter_model_skipped
-           COMMAND ${CMAKE_COMMAND} -E echo "spin or cc not found: install Debian package spin")
-  set_tests_properties(rate_limiter_model_skipped PROPERTIES SKIP_REGULAR_EXPRESSION "not found")
-endif()
+# package `spin`) through the one runner, tests/models/spin.cmake. The
+# correct protocol must pass in every configuration; each known-faulty
+# design must fail on its specific assertion.
+include(${CMAKE_CURRENT_LIST_DIR}/models/spin.cmake)
+set(_rl_model ${CMAKE_CURRENT_SOURCE_DIR}/models/rate_limiter.pml)
+doorbell_add_spin_model(NAME rate_limiter_model_two_callers MODEL ${_rl_model} EXPECT pass
+                        DEFINES -DNP=2 -DCALLS=2)
+doorbell_add_spin_model(NAME rate_limiter_model_three_callers MODEL ${_rl_model} EXPECT pass
+                        DEFINES -DNP=3 -DCALLS=1)
+doorbell_add_spin_model(NAME rate_limiter_model_burst_one MODEL ${_rl_model} EXPECT pass
+                        DEFINES -DB=1 -DCALLS=3)
+# The seed's refresh protocol: spin must find its double refresh.
+doorbell_add_spin_model(
+  NAME rate_limiter_model_seed_double_refresh
+  MODEL ${CMAKE_CURRENT_SOURCE_DIR}/models/rate_limiter_seed.pml EXPECT fail
+  ERROR_PATTERN "assertion violated \\(\\(last_refresh==0\\)\\|\\|\\(now>=\\(last_refresh\\+")
+
+# Window-number wrap-around and callers stalled after their clock read
+# (issue 12, item 6): the fixed rule passes; the rule before the fix must
+# fail, first on "windows only move forward", and, with that assertion off,
+# on exactness (2 admitted in one window of burst 1); so must raising
+# `newest` after the CAS instead of before.
+set(_rl_wrap ${CMAKE_CURRENT_SOURCE_DIR}/models/rate_limiter_wrap.pml)
+doorbell_add_spin_model(NAME rate_limiter_model_wrap MODEL ${_rl_wrap} EXPECT pass)
+doorbell_add_spin_model(NAME rate_limiter_model_wrap_seven_windows MODEL ${_rl_wrap} EXPECT pass
+                        DEFINES -DW=7)
+doorbell_add_spin_model(
+  NAME rate_limiter_model_wrap_old_rule MODEL ${_rl_wrap} EXPECT fail DEFINES -DOLD_RULE
+  ERROR_PATTERN "assertion violated \\(\\(\\(word_count==0\\)&&\\(word_full==0\\)\\)\\|\\|\\(ef>word_full\\)\\)")
+doorbell_add_spin_model(
+  NAME rate_limiter_model_wrap_old_rule_exactness MODEL ${_rl_wrap} EXPECT fail
+  DEFINES -DOLD_RULE -DNO_FORWARD_ASSERT ERROR_PATTERN "assertion violated \\(admitted\\[ef\\]<=1\\)")
+doorbell_add_spin_model(
+  NAME rate_limiter_model_wrap_raise_after MODEL ${_rl_wrap} EXPECT fail DEFINES -DRAISE_AFTER
+  ERROR_PATTERN "assertion violated \\(\\(\\(word_count==0\\)&&\\(word_full==0\\)\\)\\|\\|\\(ef>word_full\\)\\)")

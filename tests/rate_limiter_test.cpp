@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 namespace doorbell {
 namespace {
@@ -280,6 +281,139 @@ TEST(RateLimiter, CalledFromSignalHandler_StaysExact) {
   EXPECT_EQ(admitted + g_handler_admitted, 50);
   EXPECT_EQ(static_cast<uint64_t>(denied + g_handler_denied), g_handler_limiter.suppressed_total());
   EXPECT_EQ(g_handler_limiter.flush(), 350u);
+}
+
+// The default clock (allow()/allow(n)/check() without a timestamp). A
+// window boundary may fall between two calls; each case then retries with a
+// fresh limiter (the window is checked before and after, on the same clock).
+template <typename Body>
+void in_one_real_window(std::chrono::nanoseconds interval, uint32_t burst, Body body) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    RateLimiter limiter{interval, burst};
+    const uint32_t before = limiter.window_of(detail::coarse_now_ns());
+    const bool done = body(limiter, before);
+    if (limiter.window_of(detail::coarse_now_ns()) == before) {
+      EXPECT_TRUE(done);
+      return;
+    }
+  }
+  FAIL() << "every attempt straddled a window boundary";
+}
+
+TEST(RateLimiter, RealClock_AllowN_IsAllOrNothing) {
+  in_one_real_window(std::chrono::seconds(10), 10, [](RateLimiter& limiter, uint32_t) {
+    const bool a = limiter.allow(4);   // 4 of 10
+    const bool b = limiter.allow(4);   // 8 of 10
+    const bool c = limiter.allow(4);   // does not fit: nothing consumed
+    const bool d = limiter.allow(2);   // 10 of 10
+    const bool e = limiter.allow(1);   // full
+    const bool f = limiter.allow(11);  // above burst: never
+    const bool g = limiter.allow(0);   // n == 0: always
+    EXPECT_TRUE(a && b && d && g);
+    EXPECT_FALSE(c || e || f);
+    EXPECT_EQ(limiter.suppressed_total(), 4u + 1u + 11u);
+    return true;
+  });
+}
+
+TEST(RateLimiter, RealClock_Check_ChargesTheCurrentWindow_ReportsInTheNext) {
+  // 200 ms windows: long against the coarse clock's tick (1-4 ms).
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    RateLimiter limiter{milliseconds(200), 2};
+    const uint32_t window = limiter.window_of(detail::coarse_now_ns());
+    const RateLimitVerdict a = limiter.check();
+    const RateLimitVerdict b = limiter.check(1);
+    const RateLimitVerdict c = limiter.check();
+    const RateLimitVerdict d = limiter.check(2);
+    if (limiter.window_of(detail::coarse_now_ns()) != window) continue;  // straddled: retry
+    EXPECT_TRUE(a.allowed && b.allowed);
+    EXPECT_FALSE(c.allowed || d.allowed);
+    for (const RateLimitVerdict& v : {a, b, c, d}) EXPECT_EQ(v.window, window);
+    EXPECT_EQ(a.suppressed + b.suppressed + c.suppressed + d.suppressed, 0u);
+    EXPECT_EQ(limiter.suppressed_total(), 3u);
+    // The next window: its first check() reports the 3 denied events, once.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (limiter.window_of(detail::coarse_now_ns()) == window) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the coarse clock did not advance";
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    const RateLimitVerdict next = limiter.check();
+    EXPECT_TRUE(next.allowed);
+    EXPECT_EQ(next.suppressed, 3u);
+    EXPECT_NE(next.window, window);
+    EXPECT_EQ(limiter.check().suppressed, 0u);
+    EXPECT_EQ(limiter.flush(), 0u);
+    return;
+  }
+  FAIL() << "every attempt straddled a window boundary";
+}
+
+// A caller reads the clock, then stalls (preemption, SIGSTOP, the freezer)
+// for more than 2^20 windows between its load of the shared word and its
+// CAS. Meanwhile other callers open a much newer window and fill it. The
+// stalled caller's CAS fails and it re-decides: it must be charged to the
+// newer window (full: denied), never move the word back to its own old
+// window, because the next caller would then reopen the newer window with a
+// fresh count and a second burst would pass in it (issue 12, item 6).
+struct StallHooks {
+  static inline void (*at_after_load)() = nullptr;
+  static void point(RateLimitRacePoint p) noexcept {
+    if (p == RateLimitRacePoint::after_load && at_after_load != nullptr) {
+      void (*act)() = at_after_load;
+      at_after_load = nullptr;  // once: the nested calls below pass here too
+      act();
+    }
+  }
+};
+
+template <bool kSharded>
+void stalled_caller_never_reopens_old_window() {
+  constexpr uint32_t kBurst = 4;
+  using Limiter = detail::BasicRateLimiter<StallHooks, kSharded>;
+  static Limiter* limiter = nullptr;
+  static uint32_t admitted_in_new = 0;
+  Limiter lim{RateLimitOptions{nanoseconds(1), kBurst, kSharded ? 1u : 0u}};
+  limiter = &lim;
+  admitted_in_new = 0;
+  constexpr uint64_t kOld = 1000;
+  // More than 2^20 windows later (1 ns windows).
+  static constexpr uint64_t kNew = kOld + (uint64_t{1} << 20) + 100;
+  const uint32_t new_window = lim.window_of(kNew);
+  ASSERT_NE(lim.window_of(kOld), new_window);
+
+  // The "stall": while the old caller sits between its load and its CAS,
+  // others fill the new window.
+  StallHooks::at_after_load = [] {
+    for (uint32_t i = 0; i < kBurst; ++i) {
+      const RateLimitVerdict v = limiter->check_at(kNew);
+      if (v.allowed && v.window == limiter->window_of(kNew)) ++admitted_in_new;
+    }
+  };
+  const RateLimitVerdict stalled = lim.check_at(kOld);
+  EXPECT_EQ(StallHooks::at_after_load, nullptr) << "the stall was not injected";
+  EXPECT_EQ(admitted_in_new, kBurst);
+  // The stalled caller is charged to the newest window, which is full.
+  EXPECT_FALSE(stalled.allowed);
+  EXPECT_EQ(stalled.window, new_window);
+  if (stalled.allowed && stalled.window == new_window) ++admitted_in_new;
+
+  // The new window must stay full: nobody reopens it with a fresh count.
+  for (uint32_t i = 0; i < kBurst; ++i) {
+    const RateLimitVerdict v = lim.check_at(kNew);
+    if (v.allowed && v.window == new_window) ++admitted_in_new;
+  }
+  EXPECT_EQ(admitted_in_new, kBurst) << "more than burst admitted in one window";
+  // And the next window opens normally.
+  EXPECT_TRUE(lim.allow_at(kNew + 1));
+  limiter = nullptr;
+}
+
+TEST(RateLimiter, StalledCallerNeverReopensOldWindow) {
+  stalled_caller_never_reopens_old_window<false>();
+}
+
+TEST(RateLimiter, StalledCallerNeverReopensOldWindow_Sharded) {
+  stalled_caller_never_reopens_old_window<true>();
 }
 
 }  // namespace

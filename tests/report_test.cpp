@@ -1,21 +1,26 @@
 // doorbell report: the HTML report from a fixed small results file
 // (tests/data/small_results.json, and a second run _b for comparisons).
-// Drives the CLI for what a user sees (files, exit codes) and calls
-// write_html_report directly for what the CLI cannot vary (no gnuplot).
+// Drives the CLI (tests/support/run_program.h) for what a user sees (files,
+// exit codes) and calls the report library (lab/report/) directly for what
+// the CLI cannot vary (no gnuplot) and for the guide's markers.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #ifndef DOORBELL_NO_CLI
-#include "apps/doorbell/report.h"
+#include "lab/harness/results_reader.h"
+#include "lab/report/guide.h"
+#include "lab/report/html.h"
+#include "tests/support/run_program.h"
 #endif
 
 namespace fs = std::filesystem;
@@ -23,7 +28,7 @@ namespace fs = std::filesystem;
 #ifndef DOORBELL_NO_CLI
 namespace {
 
-const std::string kCli = std::string(DOORBELL_BINARY_DIR) + "/doorbell";
+using doorbell::test::run_doorbell;
 const std::string kData = std::string(DOORBELL_SOURCE_DIR) + "/tests/data/";
 
 std::string read(const fs::path& p) {
@@ -41,10 +46,24 @@ fs::path work_dir(const std::string& name) {
   return d;
 }
 
-// Runs a shell command line; returns its exit status (-1 when it did not exit).
-int run(const std::string& command) {
-  int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// How the page embeds an SVG: base64 in a data: URI.
+std::string embedded(const std::string& svg) {
+  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out = "src=\"data:image/svg+xml;base64,";
+  std::size_t i = 0;
+  for (; i + 2 < svg.size(); i += 3) {
+    const uint32_t v = (uint8_t(svg[i]) << 16) | (uint8_t(svg[i + 1]) << 8) | uint8_t(svg[i + 2]);
+    for (int shift : {18, 12, 6, 0}) out += table[(v >> shift) & 63];
+  }
+  if (i < svg.size()) {
+    uint32_t v = uint8_t(svg[i]) << 16;
+    if (i + 1 < svg.size()) v |= uint8_t(svg[i + 1]) << 8;
+    out += table[v >> 18];
+    out += table[(v >> 12) & 63];
+    out += i + 1 < svg.size() ? table[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out + "\"";
 }
 
 std::set<std::string> referenced_plots(const std::string& html) {
@@ -58,11 +77,10 @@ std::set<std::string> referenced_plots(const std::string& html) {
 
 TEST(Report, EveryPlotIsProducedAndEmbedded) {
   fs::path dir = work_dir("single");
-  ASSERT_EQ(run(kCli + " report " + kData + "small_results.json -o " +
-                (dir / "report.html").string() + " --plots-dir " + (dir / "plots").string() +
-                " > " + (dir / "out.txt").string() + " 2>&1"),
-            0)
-      << read(dir / "out.txt");
+  auto r = run_doorbell({"report", kData + "small_results.json", "-o",
+                         (dir / "report.html").string(), "--plots-dir", (dir / "plots").string()});
+  ASSERT_TRUE(r.success()) << r.describe();
+  EXPECT_NE(r.out.find("wrote " + (dir / "report.html").string()), std::string::npos) << r.out;
   std::string html = read(dir / "report.html");
   std::set<std::string> svgs;
   for (const auto& e : fs::directory_iterator(dir / "plots"))
@@ -80,10 +98,18 @@ TEST(Report, EveryPlotIsProducedAndEmbedded) {
   for (const auto& svg : svgs) {
     std::string content = read(dir / "plots" / svg);
     EXPECT_NE(content.find("<svg"), std::string::npos) << svg;
-    // Each embedded image carries the very SVG gnuplot wrote.
     EXPECT_TRUE(fs::exists(dir / "plots" / (svg + ".gp"))) << svg;
+    // Each embedded image carries the very SVG gnuplot wrote.
+    EXPECT_NE(html.find(embedded(content)), std::string::npos) << svg;
   }
-  EXPECT_EQ(std::count(html.begin(), html.end(), '\n') > 0, true);
+  // Every scenario of the results file has its row, with its status.
+  const auto results = doorbell::lab::read_results_file(kData + "small_results.json");
+  ASSERT_FALSE(results.scenarios.empty());
+  for (const auto& s : results.scenarios) {
+    const std::string row = "<tr><td><code>" + s.name + "</code>";
+    EXPECT_NE(html.find(row), std::string::npos) << s.name;
+    EXPECT_NE(html.find("href=\"#group-" + s.group + "\""), std::string::npos) << s.group;
+  }
   // Self-contained: nothing fetched from elsewhere.
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
   EXPECT_EQ(html.find("<link"), std::string::npos);
@@ -92,18 +118,18 @@ TEST(Report, EveryPlotIsProducedAndEmbedded) {
   EXPECT_NE(html.find("signal / atomic"), std::string::npos);
   EXPECT_NE(html.find("1646x"), std::string::npos);
   EXPECT_NE(html.find("seed 001, gcc:13 container on ARM64"), std::string::npos);
+  // Durations in the lab's one spelling (lab/common/format.h).
+  EXPECT_NE(html.find(">3.30 µs<"), std::string::npos);
   // The environment block.
   EXPECT_NE(html.find("kvm-clock"), std::string::npos);
 }
 
 TEST(Report, ComparisonShowsBothRunsAndTheirRatios) {
   fs::path dir = work_dir("compare");
-  ASSERT_EQ(run(kCli + " report " + kData + "small_results.json " + kData +
-                "small_results_b.json --label before --label after -o " +
-                (dir / "report.html").string() + " --plots-dir " + (dir / "plots").string() +
-                " > " + (dir / "out.txt").string() + " 2>&1"),
-            0)
-      << read(dir / "out.txt");
+  auto r = run_doorbell({"report", kData + "small_results.json", kData + "small_results_b.json",
+                         "--label", "before", "--label", "after", "-o",
+                         (dir / "report.html").string(), "--plots-dir", (dir / "plots").string()});
+  ASSERT_TRUE(r.success()) << r.describe();
   std::string html = read(dir / "report.html");
   EXPECT_NE(html.find("p50 after/before"), std::string::npos);
   // The second run is 1.5x slower on every wakeup scenario and 0.8x on the
@@ -131,23 +157,39 @@ TEST(Report, BadInputExitsWithTwo) {
   fs::path dir = work_dir("bad");
   std::ofstream(dir / "not_results.json") << R"({"schema": "something-else"})";
   std::ofstream(dir / "not_json.json") << "{ nope";
-  const std::string out = " -o " + (dir / "r.html").string() + " 2>/dev/null";
-  EXPECT_EQ(run(kCli + " report " + (dir / "missing.json").string() + out), 2);
-  EXPECT_EQ(run(kCli + " report " + (dir / "not_results.json").string() + out), 2);
-  EXPECT_EQ(run(kCli + " report " + (dir / "not_json.json").string() + out), 2);
-  EXPECT_EQ(run(kCli + " report " + kData + "small_results.json " + kData + "small_results.json " +
-                kData + "small_results.json" + out),
-            2);
+  std::ofstream(dir / "wrong_type.json")
+      << R"({"schema": "doorbell-results", "schema_version": 1, "scenarios": [{"name": 3}]})";
+  const std::vector<std::string> out = {"-o", (dir / "r.html").string()};
+  auto report = [&](std::vector<std::string> files) {
+    std::vector<std::string> args = {"report"};
+    args.insert(args.end(), files.begin(), files.end());
+    args.insert(args.end(), out.begin(), out.end());
+    return run_doorbell(args);
+  };
+  auto r = report({(dir / "missing.json").string()});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_NE(r.err.find("missing.json: cannot open"), std::string::npos) << r.err;
+  r = report({(dir / "not_results.json").string()});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_NE(r.err.find("not a doorbell results file"), std::string::npos) << r.err;
+  r = report({(dir / "not_json.json").string()});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
+  r = report({(dir / "wrong_type.json").string()});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_NE(r.err.find("scenarios[0].name: expected a string"), std::string::npos) << r.err;
+  r = report(
+      {kData + "small_results.json", kData + "small_results.json", kData + "small_results.json"});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
   EXPECT_FALSE(fs::exists(dir / "r.html"));
 }
 
 TEST(Report, WithoutGnuplotTheTablesStillCome) {
   fs::path dir = work_dir("no_gnuplot");
-  auto run_json = doorbell::report::load_results(kData + "small_results.json");
+  auto results = doorbell::lab::read_results_file(kData + "small_results.json");
   doorbell::report::ReportOptions options;
   options.gnuplot = "/nonexistent/gnuplot";
-  auto summary =
-      doorbell::report::write_html_report({run_json}, (dir / "r.html").string(), options);
+  auto summary = doorbell::report::write_html_report({results}, (dir / "r.html").string(), options);
   EXPECT_FALSE(summary.gnuplot_found);
   EXPECT_TRUE(summary.plots.empty());
   std::string html = read(dir / "r.html");
@@ -156,28 +198,81 @@ TEST(Report, WithoutGnuplotTheTablesStillCome) {
   EXPECT_TRUE(referenced_plots(html).empty());
 }
 
-TEST(Report, RejectsWhatIsNotAResultsFile) {
-  EXPECT_THROW(doorbell::report::validate_results(nlohmann::json::array()), std::invalid_argument);
-  EXPECT_THROW(doorbell::report::validate_results(
-                   {{"schema", "doorbell-results"}, {"schema_version", 2}, {"scenarios", {}}}),
-               std::invalid_argument);
-  EXPECT_NO_THROW(doorbell::report::validate_results({{"schema", "doorbell-results"},
-                                                      {"schema_version", 1},
-                                                      {"scenarios", nlohmann::json::array()}}));
+// A gnuplot that never finishes is killed after the plot timeout, and the
+// plot is reported failed instead of holding the report.
+TEST(Report, AStuckGnuplotTimesOut) {
+  fs::path dir = work_dir("stuck_gnuplot");
+  const fs::path fake = dir / "gnuplot";
+  std::ofstream(fake) << "#!/bin/sh\nexec sleep 60\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  auto results = doorbell::lab::read_results_file(kData + "small_results.json");
+  results.scenarios.resize(1);  // one group: a few plots
+  doorbell::report::ReportOptions options;
+  options.gnuplot = fake.string();
+  options.plot_timeout = std::chrono::milliseconds(100);
+  auto summary = doorbell::report::write_html_report({results}, (dir / "r.html").string(), options);
+  EXPECT_TRUE(summary.gnuplot_found);
+  EXPECT_TRUE(summary.plots.empty());
+  ASSERT_FALSE(summary.failed_plots.empty());
+  for (const auto& f : summary.failed_plots)
+    EXPECT_NE(f.find("did not finish within 100 ms"), std::string::npos) << f;
+}
+
+TEST(Report, RejectsNoRunsAndMoreThanTwo) {
+  auto results = doorbell::lab::read_results_file(kData + "small_results.json");
   EXPECT_THROW(doorbell::report::write_html_report({}, "/dev/null"), std::invalid_argument);
+  EXPECT_THROW(doorbell::report::write_html_report({results, results, results}, "/dev/null"),
+               std::invalid_argument);
+}
+
+TEST(Guide, MarkersAreParsedWithTheirPlace) {
+  const std::string text =
+      "a <!--m:p50 ladder/x-->4.44 µs<!--/m--> b `<!--m:...-->` "
+      "<!--m:ratio self-signal / syscall-->3.83x<!--/m-->\n";
+  auto markers = doorbell::report::parse_guide_markers(text);
+  ASSERT_EQ(markers.size(), 2u);
+  EXPECT_EQ(markers[0].kind, "p50");
+  EXPECT_EQ(markers[0].source, "ladder/x");
+  EXPECT_EQ(markers[0].figure, "4.44 µs");
+  EXPECT_EQ(text.substr(markers[0].offset, markers[0].length),
+            "<!--m:p50 ladder/x-->4.44 µs<!--/m-->");
+  EXPECT_EQ(markers[1].kind, "ratio");
+  EXPECT_EQ(markers[1].source, "self-signal / syscall");
+  EXPECT_EQ(markers[1].figure, "3.83x");
+}
+
+TEST(Guide, FiguresComeFromTheResultsInTheOneSpelling) {
+  auto results = doorbell::lab::parse_results(
+      R"({"schema": "doorbell-results", "schema_version": 1,
+          "scenarios": [{"name": "ladder/x", "metrics": {"latency": {"p50": 3100, "max": 1e7}}},
+                        {"name": "ladder/y", "status": "skipped"}],
+          "ratios": [{"name": "x / y", "value": 3.14159}, {"name": "gone", "value": null}]})");
+  using doorbell::report::guide_figure;
+  EXPECT_EQ(guide_figure(results, "p50", "ladder/x"), "3.10 µs");
+  EXPECT_EQ(guide_figure(results, "max", "ladder/x"), "10.0 ms");
+  EXPECT_EQ(guide_figure(results, "p99", "ladder/x"), "not measured");
+  EXPECT_EQ(guide_figure(results, "p50", "ladder/y"), "not measured");
+  EXPECT_EQ(guide_figure(results, "p50", "ladder/z"), "not measured");
+  EXPECT_EQ(guide_figure(results, "ratio", "x / y"), "3.14x");
+  EXPECT_EQ(guide_figure(results, "ratio", "gone"), "not measured");
+  auto check = doorbell::report::check_guide(
+      "<!--m:p50 ladder/x-->3.1 µs<!--/m--> and <!--m:ratio x / y-->3.14x<!--/m-->", results);
+  EXPECT_EQ(check.figures, 2u);
+  ASSERT_EQ(check.differences.size(), 1u);
+  EXPECT_EQ(check.differences[0],
+            "p50 ladder/x: the guide says \"3.1 µs\", the results give \"3.10 µs\"");
+  EXPECT_EQ(check.updated,
+            "<!--m:p50 ladder/x-->3.10 µs<!--/m--> and <!--m:ratio x / y-->3.14x<!--/m-->");
 }
 
 // The guide's figures equal the committed results file (docs/results/).
 TEST(Guide, FiguresMatchTheCommittedResults) {
-  fs::path dir = work_dir("guide");
   const std::string results =
       std::string(DOORBELL_SOURCE_DIR) + "/docs/results/firecracker-2vcpu.json";
   const std::string guide = std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md";
-  EXPECT_EQ(
-      run(kCli + " guide " + results + " " + guide + " > " + (dir / "out.txt").string() + " 2>&1"),
-      0)
-      << read(dir / "out.txt");
-  EXPECT_NE(read(dir / "out.txt").find(" 0 differ"), std::string::npos) << read(dir / "out.txt");
+  auto r = run_doorbell({"guide", results, guide});
+  EXPECT_TRUE(r.success()) << r.describe();
+  EXPECT_NE(r.out.find(" 0 differ"), std::string::npos) << r.out << r.err;
 }
 
 TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
@@ -190,15 +285,19 @@ TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
   std::string drifted = std::regex_replace(guide, first_figure, "$011.00 ns$02",
                                            std::regex_constants::format_first_only);
   std::ofstream(dir / "guide.md") << drifted;
-  const std::string cmd = kCli + " guide " + results + " " + (dir / "guide.md").string();
-  EXPECT_EQ(run(cmd + " > " + (dir / "check.txt").string() + " 2>&1"), 1);
-  EXPECT_NE(read(dir / "check.txt").find("ladder/signal_kill_handler"), std::string::npos);
-  EXPECT_EQ(run(cmd + " --update > /dev/null 2>&1"), 0);
+  const std::vector<std::string> check = {"guide", results, (dir / "guide.md").string()};
+  auto r = run_doorbell(check);
+  EXPECT_EQ(r.exit_code(), 1) << r.describe();
+  EXPECT_NE(r.err.find("ladder/signal_kill_handler"), std::string::npos) << r.err;
+  std::vector<std::string> update = check;
+  update.push_back("--update");
+  r = run_doorbell(update);
+  EXPECT_TRUE(r.success()) << r.describe();
   EXPECT_EQ(read(dir / "guide.md"), guide);
-  EXPECT_EQ(run(cmd + " > /dev/null 2>&1"), 0);
-  EXPECT_EQ(run(kCli + " guide " + (dir / "missing.json").string() + " " +
-                (dir / "guide.md").string() + " 2>/dev/null"),
-            2);
+  r = run_doorbell(check);
+  EXPECT_TRUE(r.success()) << r.describe();
+  r = run_doorbell({"guide", (dir / "missing.json").string(), (dir / "guide.md").string()});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "signal_channel_hooks.h"
 #include "sys/proc.h"
 #include "tests/signal_test_support.h"
 
@@ -215,6 +216,14 @@ TYPED_TEST(SignalChannelTest, StopKeepsEarlierEventsAndTakesNoMore) {
   // is dropped by the restored disposition instead of killing us.
   ::signal(signo, SIG_IGN);
   auto channel = this->make({signo});
+  // Positive control for the check after stop(): the same 50 ms wait sees a
+  // signal sent the same way. A signal sent to oneself is recorded (or
+  // pending in the kernel) before sigqueue() returns, so the wait's length
+  // is not what makes the later check pass.
+  ASSERT_EQ(sigqueue_value(signo, 0), 0);
+  const auto control = channel.receive(50ms);
+  ASSERT_TRUE(control.has_value()) << "the wait used below misses a signal that did arrive";
+  EXPECT_EQ(control->value, 0u);
   ASSERT_EQ(sigqueue_value(signo, 1), 0);
   ASSERT_TRUE(readable(channel.fd(), 5000));
   channel.stop();
@@ -428,6 +437,45 @@ TEST(SignalChannelHandler, ForeignHandlerInstalledMeanwhileIsLeftAlone) {
   struct sigaction after;
   ::sigaction(SIGUSR2, nullptr, &after);
   EXPECT_EQ(after.sa_handler, theirs.sa_handler);
+}
+
+// No atomic compare-and-swap of a disposition exists: stop() reads the
+// current one, finds it ours, then restores the previous one. Another
+// library's sigaction() in between must not be undone. The hook installs the
+// foreign handler exactly there.
+std::atomic<int> g_foreign_runs{0};
+void foreign_handler(int) {
+  g_foreign_runs.fetch_add(1);
+}
+void install_foreign_during_stop(doorbell::detail::SignalChannelRacePoint point,
+                                 int signo) noexcept {
+  if (point != doorbell::detail::SignalChannelRacePoint::stop_before_restore) return;
+  struct sigaction theirs {};
+  theirs.sa_handler = foreign_handler;
+  theirs.sa_flags = SA_RESTART;
+  sigemptyset(&theirs.sa_mask);
+  ::sigaction(signo, &theirs, nullptr);
+}
+
+TEST(SignalChannelHandler, StopLeavesForeignDispositionAlone) {
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::handler;
+  SignalChannel channel({SIGUSR2}, options);
+  doorbell::detail::set_signal_channel_hook(install_foreign_during_stop);
+  channel.stop();
+  doorbell::detail::set_signal_channel_hook(nullptr);
+  struct sigaction after;
+  ASSERT_EQ(::sigaction(SIGUSR2, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, foreign_handler)
+      << "stop() overwrote a disposition installed after it had read its own";
+  EXPECT_EQ(after.sa_flags & SA_RESTART, SA_RESTART);
+  // The foreign handler gets the signal (the default would kill us instead).
+  const int status = run_in_child([] {
+    ::kill(::getpid(), SIGUSR2);
+    return g_foreign_runs.load() == 1 ? 0 : 1;
+  });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << doorbell::testing::describe_wait_status(status);
 }
 
 TEST(SignalChannelHandler, RealtimeOverflowIsCounted) {

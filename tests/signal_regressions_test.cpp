@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -12,12 +15,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <vector>
 
 #include "doorbell/child_process.h"
 #include "doorbell/signal_channel.h"
+#include "signal_channel_hooks.h"
 #include "sys/proc.h"
 #include "tests/signal_test_support.h"
 
@@ -25,6 +30,7 @@ using namespace std::chrono_literals;
 using doorbell::ChildProcess;
 using doorbell::SignalChannel;
 using doorbell::SignalMechanism;
+using doorbell::detail::SignalChannelRacePoint;
 using doorbell::testing::describe_wait_status;
 using doorbell::testing::run_in_child;
 
@@ -275,7 +281,13 @@ TEST(SignalRegressions, SigchldCoalescing_NoZombies) {
   int exited = 0;
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (exited < count && std::chrono::steady_clock::now() < deadline) {
-    ASSERT_GE(::poll(fds.data(), fds.size(), 1000), 0);
+    // poll() is never restarted after a handler (signal(7)), whatever
+    // SA_RESTART says, and the SIGCHLD channel's handler runs on this very
+    // thread when a child exits during the poll: EINTR is normal here.
+    int ready;
+    do ready = ::poll(fds.data(), fds.size(), 1000);
+    while (ready < 0 && errno == EINTR);
+    ASSERT_GE(ready, 0) << std::strerror(errno);
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].fd >= 0 && (fds[i].revents & POLLIN) != 0) {
         const auto status = children[i].try_wait();
@@ -297,6 +309,98 @@ TEST(SignalRegressions, SigchldCoalescing_NoZombies) {
   EXPECT_LE(events + merged, static_cast<std::uint64_t>(count));
   RecordProperty("sigchld_events", static_cast<int>(events));
   RecordProperty("sigchld_merged_known", static_cast<int>(merged));
+}
+
+// A fork while another thread is inside the handler: the child inherits the
+// parent's count of running handlers, but not the thread that would lower
+// it. The child's own channel must still stop (stop() waits for that count).
+// The hook holds one thread inside the handler (counted, before it reads the
+// channels) while the main thread forks.
+std::atomic<pid_t> g_hold_tid{0};
+std::atomic<bool> g_held{false};
+std::atomic<bool> g_release{false};
+
+void hold_inside_handler(SignalChannelRacePoint point, int) noexcept {
+  if (point != SignalChannelRacePoint::handler_counted) return;
+  if (::gettid() != g_hold_tid.load()) return;
+  g_held.store(true);
+  while (!g_release.load()) ::sched_yield();
+}
+
+TEST(SignalRegressions, ForkDuringHandler_ChildStopReturns) {
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::handler;
+  SignalChannel channel({SIGUSR1}, options);
+  doorbell::detail::set_signal_channel_hook(hold_inside_handler);
+  std::thread inside([] {
+    g_hold_tid.store(::gettid());
+    // To itself: the handler runs on this thread before pthread_kill returns
+    // (also under TSan, which runs a handler for a self-sent signal at once).
+    ::pthread_kill(::pthread_self(), SIGUSR1);
+  });
+  const auto held_deadline = std::chrono::steady_clock::now() + 10s;
+  while (!g_held.load() && std::chrono::steady_clock::now() < held_deadline)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(g_held.load()) << "the thread never entered the handler";
+
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [&] {
+        SignalChannel mine({SIGUSR2}, options);
+        mine.stop();  // spins forever while the inherited count says a handler runs
+        return 0;
+      },
+      5s);
+  g_release.store(true);
+  inside.join();
+  doorbell::detail::set_signal_channel_hook(nullptr);
+  EXPECT_FALSE(outcome.timed_out)
+      << "the child's stop() did not return within 5 s (killed by the watchdog): the handler "
+         "count inherited at fork was never reset";
+  EXPECT_TRUE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0)
+      << describe_wait_status(outcome.status);
+  // The held handler went on and recorded its signal in the parent.
+  const auto event = channel.receive(5s);
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(event->signal, SIGUSR1);
+}
+
+// A chained previous handler that never returns: a shell's SIGINT handler
+// that siglongjmps back to its prompt. Every later stop() must still return.
+sigjmp_buf g_prompt;
+void back_to_prompt(int) {
+  ::siglongjmp(g_prompt, 1);
+}
+
+TEST(SignalRegressions, ChainedHandlerLongjmps_StopReturns) {
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [] {
+        struct sigaction prompt {};
+        prompt.sa_handler = back_to_prompt;
+        sigemptyset(&prompt.sa_mask);
+        if (::sigaction(SIGINT, &prompt, nullptr) != 0) return 2;
+        SignalChannel::Options options;
+        options.mechanism = SignalMechanism::handler;  // chain_previous: on by default
+        SignalChannel channel({SIGINT}, options);
+        int jumps = 0;
+        if (sigsetjmp(g_prompt, 1) == 0) {
+          ::pthread_kill(::pthread_self(), SIGINT);  // handled before pthread_kill returns
+          return 3;                                  // the chained handler did not jump
+        }
+        ++jumps;
+        const auto event = channel.try_receive();
+        if (!event || event->signal != SIGINT) return 4;  // recorded before chaining
+        channel.stop();                                   // spins while the count leaks
+        // A later channel on another signal stops too.
+        SignalChannel later({SIGUSR1}, options);
+        later.stop();
+        return jumps == 1 ? 0 : 5;
+      },
+      5s);
+  EXPECT_FALSE(outcome.timed_out)
+      << "stop() did not return within 5 s (killed by the watchdog): the chained handler's "
+         "siglongjmp left the handler counted as running";
+  EXPECT_TRUE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0)
+      << describe_wait_status(outcome.status);
 }
 
 // swaywm/swayidle#113: the parent blocked SIGTERM (for its signalfd), the

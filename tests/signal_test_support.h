@@ -5,9 +5,11 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -34,6 +36,44 @@ inline int run_in_child(const std::function<int()>& body) {
   while (::waitpid(pid, &status, 0) < 0) {
   }
   return status;
+}
+
+// What run_in_child_with_deadline saw.
+struct ChildOutcome {
+  int status = 0;          // the wait status (SIGKILL when timed out)
+  bool timed_out = false;  // the child was still running at the deadline and was killed
+};
+
+// Like run_in_child, with a watchdog: a child still running after `limit`
+// is killed (SIGKILL) and reported as timed out, so that a hang becomes a
+// clean failure. The child also dies with the parent.
+inline ChildOutcome run_in_child_with_deadline(const std::function<int()>& body,
+                                               std::chrono::milliseconds limit) {
+  const pid_t pid = ::fork();
+  if (pid < 0) std::abort();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int code = 100;
+    try {
+      code = body();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  ChildOutcome outcome;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &outcome.status, WNOHANG);
+    if (done == pid) return outcome;
+    if (done < 0 && errno != EINTR) std::abort();
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  outcome.timed_out = true;
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, &outcome.status, 0) < 0) {
+  }
+  return outcome;
 }
 
 inline std::string describe_wait_status(int status) {

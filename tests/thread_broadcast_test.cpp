@@ -6,19 +6,36 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <new>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include "sys/pidfd.h"
 #include "sys/proc.h"
+#include "tests/signal_test_support.h"
+
+namespace doorbell::detail {
+// The seam declared in thread_broadcast.h: swaps the broadcaster's pidfd.
+struct ThreadBroadcasterTestAccess {
+  static void replace_pidfd(ThreadBroadcaster& broadcaster, int pidfd) {
+    if (broadcaster.pidfd_ >= 0) ::close(broadcaster.pidfd_);
+    broadcaster.pidfd_ = pidfd;
+  }
+};
+}  // namespace doorbell::detail
 
 namespace {
 
@@ -73,6 +90,79 @@ TEST(BroadcastToken, SignalsWithoutATokenAreAlwaysHandled) {
   EXPECT_TRUE(token.claim(&foreign_sigqueue));
   EXPECT_TRUE(token.claim(nullptr));
   EXPECT_EQ(token.duplicates(), 0u);
+}
+
+TEST(BroadcastToken, IsTokenChecksTheMarkerByte) {
+  EXPECT_TRUE(BroadcastToken::is_token(BroadcastToken::kMarker | 1));
+  EXPECT_TRUE(BroadcastToken::is_token(BroadcastToken::kMarker | BroadcastToken::kSequenceMask));
+  EXPECT_FALSE(BroadcastToken::is_token(0));
+  EXPECT_FALSE(BroadcastToken::is_token(1));
+  EXPECT_FALSE(BroadcastToken::is_token(BroadcastToken::kSequenceMask));
+  EXPECT_FALSE(BroadcastToken::is_token((BroadcastToken::kMarker ^ (1ull << 56)) | 1));
+  EXPECT_FALSE(BroadcastToken::is_token(~0ull));
+  // A value that is not a token is never refused, however often it comes.
+  BroadcastToken token;
+  EXPECT_TRUE(token.claim_token(5));
+  EXPECT_TRUE(token.claim_token(5));
+  EXPECT_EQ(token.claimed(), 0u);
+}
+
+// Signals sent to this process in these tests stay pending on the main
+// thread, which blocks them, and are read back with sigtimedwait(). The
+// disposition is SIG_IGN so that a copy reaching another thread (a
+// sanitizer's) is dropped instead of killing the test.
+struct PendingOnMainThread {
+  explicit PendingOnMainThread(int signo) : signo(signo) {
+    ::signal(signo, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+  // The next instance, or si_signo 0 when none came within 5 s.
+  siginfo_t next() {
+    siginfo_t info{};
+    const timespec limit{5, 0};
+    if (::sigtimedwait(&set, &info, &limit) != signo) info.si_signo = 0;
+    return info;
+  }
+  int signo;
+  sigset_t set;
+};
+
+TEST(ThreadBroadcaster, SendWithValueCarriesTheValue) {
+  PendingOnMainThread pending(SIGRTMIN + 2);
+  ThreadBroadcaster broadcaster(::getpid());
+  for (const uint64_t value :
+       std::initializer_list<uint64_t>{0, 42, BroadcastToken::kMarker | 5, ~uint64_t{0}}) {
+    const BroadcastResult result = broadcaster.send_with_value(pending.signo, value);
+    EXPECT_EQ(result.token, value);
+    EXPECT_GE(result.threads_reached, 1);
+    EXPECT_TRUE(result.complete);
+    const siginfo_t info = pending.next();
+    ASSERT_EQ(info.si_signo, pending.signo) << "value " << value << " never arrived";
+    EXPECT_EQ(info.si_code, SI_QUEUE);
+    EXPECT_EQ(info.si_pid, ::getpid());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(info.si_value.sival_ptr), value);
+  }
+  EXPECT_EQ(broadcaster.last_token(), 0u) << "send_with_value must not use the token sequence";
+}
+
+TEST(ThreadBroadcaster, LastTokenIsTheTokenOfTheLastSend) {
+  PendingOnMainThread pending(SIGRTMIN + 2);
+  ThreadBroadcaster broadcaster(::getpid());
+  EXPECT_EQ(broadcaster.last_token(), 0u) << "before the first send()";
+  for (uint64_t sequence = 1; sequence <= 3; ++sequence) {
+    const BroadcastResult result = broadcaster.send(pending.signo);
+    EXPECT_EQ(result.token, BroadcastToken::kMarker | sequence);
+    EXPECT_TRUE(BroadcastToken::is_token(result.token));
+    EXPECT_EQ(broadcaster.last_token(), result.token);
+    const siginfo_t info = pending.next();
+    ASSERT_EQ(info.si_signo, pending.signo);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(info.si_value.sival_ptr), result.token);
+  }
+  broadcaster.send_with_value(pending.signo, 7);
+  EXPECT_EQ(broadcaster.last_token(), BroadcastToken::kMarker | 3);
+  (void)pending.next();
 }
 
 TEST(ThreadBroadcaster, RejectsBadArguments) {
@@ -237,13 +327,67 @@ void kill_and_reap(pid_t child) {
   }
 }
 
+// A child whose threads all block `signals`, so that a signal sent to one of
+// them stays pending on that thread, where /proc shows it (SigPnd). Busy
+// threads spin; the others sleep. Dies with the test.
+pid_t spawn_blocking_child(int threads, std::initializer_list<int> signals, bool busy = false) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t child = ::fork();
+  if (child != 0) {
+    ::close(ready[1]);
+    char byte;
+    while (::read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::close(ready[0]);
+    return child;
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int signo : signals) sigaddset(&set, signo);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by the threads
+  for (int i = 0; i < threads; ++i) {
+    pthread_t thread;
+    if (busy) {
+      ::pthread_create(
+          &thread, nullptr,
+          [](void*) -> void* {
+            for (;;) spin(1000000);
+          },
+          nullptr);
+    } else {
+      ::pthread_create(
+          &thread, nullptr,
+          [](void*) -> void* {
+            for (;;) ::pause();
+          },
+          nullptr);
+    }
+  }
+  ::write(ready[1], "r", 1);
+  for (;;) ::pause();
+}
+
+// The threads of pid that have signo pending (thread-directed).
+int threads_with_pending(pid_t pid, int signo) {
+  int count = 0;
+  for (const pid_t tid : doorbell::sys::list_threads(pid)) {
+    const auto state = doorbell::sys::read_thread_signal_state(pid, tid);
+    if (state && sigismember(&state->pending, signo) == 1) ++count;
+  }
+  return count;
+}
+
 TEST(ThreadBroadcaster, ReachesEveryThreadOfAnotherProcess) {
-  const pid_t child = spawn_busy_child(6);
+  // Every thread of the child blocks the two signals, so each copy stays
+  // pending on the thread it reached: /proc then shows which threads got it
+  // (the library's own count alone would not).
+  const pid_t child = spawn_blocking_child(6, {SIGWINCH, SIGURG}, /*busy=*/true);
   ASSERT_GT(child, 0);
-  // 7 threads, plus a sanitizer's own thread where there is one.
   const int threads = static_cast<int>(doorbell::sys::list_threads(child).size());
   ASSERT_GE(threads, 7);
-  // SIGWINCH is ignored by default, so the child survives 7 of them.
+  ASSERT_EQ(threads_with_pending(child, SIGWINCH), 0);
   ThreadBroadcaster broadcaster(child);
   const BroadcastResult result = broadcaster.send(SIGWINCH);
   EXPECT_EQ(result.threads_reached, threads);
@@ -251,8 +395,13 @@ TEST(ThreadBroadcaster, ReachesEveryThreadOfAnotherProcess) {
   EXPECT_TRUE(result.complete);
   EXPECT_GE(result.listings, 2);  // the second listing confirms nothing new appeared
   EXPECT_FALSE(result.process_exited);
-  const BroadcastResult plain = broadcaster.send_plain(SIGWINCH);
+  EXPECT_EQ(threads_with_pending(child, SIGWINCH), threads)
+      << "not every thread of the target has the signal pending";
+  ASSERT_EQ(threads_with_pending(child, SIGURG), 0);
+  const BroadcastResult plain = broadcaster.send_plain(SIGURG);
   EXPECT_EQ(plain.threads_reached, threads);
+  EXPECT_EQ(threads_with_pending(child, SIGURG), threads)
+      << "not every thread of the target has the plain signal pending";
   kill_and_reap(child);
 }
 
@@ -263,6 +412,158 @@ TEST(ThreadBroadcaster, ReportsAProcessThatExited) {
   kill_and_reap(child);
   // The pidfd still names the reaped process; /proc no longer lists it.
   EXPECT_THROW(broadcaster.send(SIGWINCH), std::system_error);
+}
+
+// ---------------------------------------------------------------- failures halfway
+
+// Shared between the test, the target and the sender (MAP_SHARED).
+struct PartialShared {
+  std::atomic<int> ready{0};
+  std::atomic<int> handled{0};     // tokens the target's main thread claimed
+  std::atomic<int> duplicates{0};  // tokens it refused as already seen
+};
+PartialShared* g_partial = nullptr;
+BroadcastToken g_partial_token;
+
+void partial_handler(int, siginfo_t* info, void*) {
+  const int saved_errno = errno;
+  if (g_partial_token.claim(info))
+    g_partial->handled.fetch_add(1);
+  else
+    g_partial->duplicates.fetch_add(1);
+  errno = saved_errno;
+}
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// A broadcast that fails after reaching some threads (here EPERM: the
+// target's main thread runs as uid 1000, its other thread as root, and the
+// sender as uid 1000 without CAP_KILL; the kernel checks each thread's
+// credentials) has put its token on the wire. The next broadcast must carry
+// a new token: reusing it makes every thread that got the first one drop
+// the next event as a duplicate.
+TEST(ThreadBroadcaster, PartialBroadcastFailure_NextEventDelivered) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the target's threads different uids";
+  const int signo = SIGRTMIN + 4;
+  void* shared = ::mmap(nullptr, sizeof(PartialShared), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  g_partial = new (shared) PartialShared;
+
+  const pid_t target = ::fork();
+  ASSERT_GE(target, 0);
+  if (target == 0) {
+    struct sigaction action {};
+    action.sa_sigaction = partial_handler;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(signo, &action, nullptr);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);  // the root thread blocks it anyway
+    pthread_t thread;
+    ::pthread_create(
+        &thread, nullptr,
+        [](void*) -> void* {
+          for (;;) ::pause();
+        },
+        nullptr);
+    ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    // This thread only (the raw system call; glibc's wrapper changes all).
+    if (::syscall(SYS_setresuid, 1000, 1000, 1000) != 0) ::_exit(20);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // after the uid change, which clears it
+    g_partial->ready.store(1);
+    for (;;) ::pause();
+  }
+  ASSERT_TRUE(wait_until([] { return g_partial->ready.load() == 1; }, std::chrono::seconds(10)));
+
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [&] {
+        if (::syscall(SYS_setresuid, 1000, 1000, 1000) != 0) return 21;  // drops CAP_KILL
+        ThreadBroadcaster broadcaster(target);
+        for (int round = 1; round <= 2; ++round) {
+          try {
+            broadcaster.send(signo);
+            return 30 + round;  // no partial failure: the setup is wrong
+          } catch (const std::system_error& e) {
+            if (e.code().value() != EPERM) return 40 + round;
+          }
+          // The main thread (first in the listing) was reached before the
+          // root thread refused.
+          if (!wait_until([&] { return g_partial->handled.load() >= round; },
+                          std::chrono::seconds(5)))
+            return 50 + round;
+        }
+        return 0;
+      },
+      std::chrono::seconds(30));
+  kill_and_reap(target);
+  ASSERT_FALSE(outcome.timed_out);
+  ASSERT_TRUE(WIFEXITED(outcome.status)) << doorbell::testing::describe_wait_status(outcome.status);
+  EXPECT_NE(WEXITSTATUS(outcome.status), 51) << "the first broadcast never reached the main thread";
+  EXPECT_EQ(WEXITSTATUS(outcome.status), 0)
+      << "handled " << g_partial->handled.load() << ", dropped as duplicates "
+      << g_partial->duplicates.load()
+      << (WEXITSTATUS(outcome.status) == 52
+              ? ": the broadcast after the partial failure reused its token"
+              : "");
+  EXPECT_EQ(g_partial->duplicates.load(), 0);
+  ::munmap(shared, sizeof(PartialShared));
+}
+
+// ---------------------------------------------------------------- process identity
+
+// The broadcaster's target exited and its PID now names a stranger: the
+// broadcaster holds the pidfd of the exited process while /proc/PID/task
+// lists the stranger's threads. Built here with the seam: a broadcaster for
+// the stranger's PID given the pidfd of a process that has exited. Nothing
+// may reach the stranger: the pidfd must be asked before the listing is
+// used.
+TEST(ThreadBroadcaster, TargetExited_RecycledPidNeverSignalled) {
+  const int signo = SIGUSR1;
+  const pid_t stranger = spawn_blocking_child(3, {signo});
+  ASSERT_GT(stranger, 0);
+  const int stranger_threads = static_cast<int>(doorbell::sys::list_threads(stranger).size());
+  ASSERT_GE(stranger_threads, 4);
+
+  const pid_t exited = ::fork();
+  ASSERT_GE(exited, 0);
+  if (exited == 0) ::_exit(0);
+  doorbell::sys::UniqueFd exited_pidfd = doorbell::sys::pidfd_open(exited);
+  int status = 0;
+  ASSERT_EQ(::waitpid(exited, &status, 0), exited);
+
+  ThreadBroadcaster broadcaster(stranger);
+  ASSERT_TRUE(broadcaster.pinned());
+  doorbell::detail::ThreadBroadcasterTestAccess::replace_pidfd(broadcaster, exited_pidfd.release());
+  for (const bool plain : {false, true}) {
+    try {
+      const BroadcastResult result =
+          plain ? broadcaster.send_plain(signo) : broadcaster.send(signo);
+      EXPECT_EQ(result.threads_reached, 0);
+      EXPECT_TRUE(result.process_exited);
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code().value(), ESRCH) << e.what();
+    }
+    EXPECT_EQ(threads_with_pending(stranger, signo), 0)
+        << "a thread of the process that now has the PID got the signal"
+        << (plain ? " (send_plain)" : " (send)");
+  }
+  EXPECT_THROW(broadcaster.send(signo), std::system_error);
+
+  // Positive control: the same check sees a signal that does arrive.
+  ThreadBroadcaster honest(stranger);
+  EXPECT_EQ(honest.send(signo).threads_reached, stranger_threads);
+  EXPECT_EQ(threads_with_pending(stranger, signo), stranger_threads);
+  kill_and_reap(stranger);
 }
 
 TEST(StopEveryThread, StopsAndContinuesABusyProcess) {
@@ -280,12 +581,20 @@ TEST(StopEveryThread, StopsAndContinuesABusyProcess) {
   // waitpid reports the stop when the last thread has stopped.
   EXPECT_TRUE(doorbell::all_threads_stopped(child));
 
+  // Positive control for the check after SIGCONT: stopped threads do not
+  // dequeue, so SIGSTOPs sent now stay queued on every thread, and /proc
+  // shows them.
+  EXPECT_EQ(doorbell::stop_every_thread(child).threads_reached, threads);
+  EXPECT_EQ(threads_with_pending(child, SIGSTOP), threads);
+
   doorbell::continue_process(child);
+  // SIGCONT discards every queued stop signal of every thread when it is
+  // sent, so none is left to stop the process again. Read at once: no
+  // interval to wait out, so a slow machine cannot make this pass.
+  EXPECT_EQ(threads_with_pending(child, SIGSTOP), 0)
+      << "a SIGSTOP survived SIGCONT: the process will stop again";
   ASSERT_EQ(::waitpid(child, &status, WCONTINUED), child);
   EXPECT_TRUE(WIFCONTINUED(status));
-  // SIGCONT discarded the SIGSTOPs still queued on the other threads: the
-  // process keeps running (no second stop within a generous interval).
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(::waitpid(child, &status, WUNTRACED | WNOHANG), 0);
   EXPECT_FALSE(doorbell::all_threads_stopped(child));
   kill_and_reap(child);

@@ -1,36 +1,63 @@
 // doorbell trace against a child that sends itself a known number of
 // signals: the counts it reports must match exactly. Also: bad input exits
-// with 2, Ctrl-C ends it cleanly, and it leaves no tracing instance behind.
-// Needs root (tracefs); skips, saying so, otherwise.
+// with 2, Ctrl-C ends it cleanly, it leaves no tracing instance behind and
+// never changes the system's mount table; and the tracefs binding itself
+// (src/sys/tracefs.h): private mount, stale-instance cleaner.
+// The CLI runs through doorbell::test::run_doorbell only. Needs root
+// (tracefs); skips, saying so, otherwise. The tests look at tracefs through
+// the binding (tracefs where it is mounted, else mounted privately), so the
+// instance checks run whether or not tracefs is mounted on this machine.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sys/tracefs.h"
+#include "tests/support/run_program.h"
+
 namespace fs = std::filesystem;
+namespace tracefs = doorbell::sys::tracefs;
+using doorbell::test::run_doorbell;
+using doorbell::test::RunResult;
 
 namespace {
-
-const std::string kCli = std::string(DOORBELL_BINARY_DIR) + "/doorbell";
 
 #define SKIP_UNLESS_ROOT()                                                                 \
   do {                                                                                     \
     if (::geteuid() != 0) GTEST_SKIP() << "doorbell trace needs root (tracefs); not root"; \
   } while (0)
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int host_tracefs_mounts() {
+  return tracefs::count_mounts_in(slurp("/proc/1/mountinfo"));
+}
+
 // The traced process: waits for "go" on a pipe, sends itself `usr1` SIGUSR1
 // (each delivered before kill returns, so none coalesce) and `rt` SIGRTMIN
-// while blocked (queued), unblocks them, then exits.
+// while blocked (queued), unblocks them, then exits. (A fork of the test, not
+// a launch of the CLI.)
 pid_t start_child(int usr1, int rt, int& go_fd) {
   int go[2];
   if (::pipe(go) != 0) return -1;
@@ -59,47 +86,69 @@ pid_t start_child(int usr1, int rt, int& go_fd) {
   ::_exit(0);
 }
 
-struct Tracer {
-  pid_t pid = -1;
-  FILE* out = nullptr;
-};
-
-// Starts `doorbell trace ARGS --json`, stdout to a pipe.
-Tracer start_trace(const std::vector<std::string>& args) {
-  int fds[2];
-  if (::pipe(fds) != 0) return {};
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    std::vector<std::string> all = {kCli, "trace", "--json"};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(kCli.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  return {pid, ::fdopen(fds[0], "r")};
-}
-
-bool read_json_line(FILE* in, nlohmann::json& out) {
-  char* line = nullptr;
-  size_t cap = 0;
-  ssize_t n = ::getline(&line, &cap, in);
-  bool ok = n > 0;
-  if (ok) out = nlohmann::json::parse(std::string(line, n), nullptr, false);
-  std::free(line);
-  return ok && !out.is_discarded();
-}
-
 int wait_exit(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+pid_t parent_of(pid_t pid) {
+  // /proc/PID/stat: pid (comm) state ppid ...; comm may hold spaces.
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// Names of the instances in tracefs (through the binding) starting with prefix.
+std::vector<std::string> instances_with(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(tracefs::tracing_dir().path + "/instances")) {
+    const std::string name = entry.path().filename();
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+// The pid of a doorbell trace started by this test, once its instance has
+// both signal events enabled (its tracing has started); 0 after `within`.
+pid_t wait_for_our_tracer(std::chrono::seconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const std::string& name : instances_with("doorbell-trace-")) {
+      const pid_t owner = std::atoi(name.c_str() + std::strlen("doorbell-trace-"));
+      const std::string events = tracefs::tracing_dir().path + "/instances/" + name + "/events/";
+      // Started once both events are on (the instance exists a little earlier).
+      if (owner > 0 && parent_of(owner) == ::getpid() &&
+          slurp(events + "signal/signal_generate/enable") == "1\n" &&
+          slurp(events + "signal/signal_deliver/enable") == "1\n")
+        return owner;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 0;
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded()) lines.push_back(j);
+  }
+  return lines;
+}
+
+nlohmann::json line_of_type(const std::vector<nlohmann::json>& lines, const std::string& type) {
+  for (const auto& l : lines)
+    if (l["type"] == type) return l;
+  return {};
 }
 
 const nlohmann::json* find_signal(const nlohmann::json& summary, int sig) {
@@ -108,12 +157,15 @@ const nlohmann::json* find_signal(const nlohmann::json& summary, int sig) {
   return nullptr;
 }
 
-std::string tracefs_dir() {
-  std::ifstream mounts("/proc/self/mounts");
-  std::string dev, dir, type, rest;
-  while (mounts >> dev >> dir >> type && std::getline(mounts, rest))
-    if (type == "tracefs") return dir;
-  return {};
+// Makes this test process's mount namespace private and removes every
+// tracefs mount from it (the system's mounts are untouched), so a doorbell
+// started from here finds no tracefs and must mount it itself.
+void hide_tracefs_in_this_namespace() {
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0)
+      << std::strerror(errno);
+  while (auto point = tracefs::find_mount())
+    ASSERT_EQ(::umount2(point->c_str(), MNT_DETACH), 0) << *point << ": " << std::strerror(errno);
 }
 
 TEST(Trace, CountsMatchWhatTheChildSent) {
@@ -122,22 +174,23 @@ TEST(Trace, CountsMatchWhatTheChildSent) {
   int go = -1;
   pid_t child = start_child(kUsr1, kRt, go);
   ASSERT_GT(child, 0);
-  Tracer t = start_trace(
-      {"-p", std::to_string(child), "--interval", "0.2", "--duration", "60", "--threshold", "50"});
-  ASSERT_GT(t.pid, 0);
-  nlohmann::json line;
-  ASSERT_TRUE(read_json_line(t.out, line)) << "no start line";
-  ASSERT_EQ(line["type"], "start") << line.dump();
-  const std::string instance = line["instance"];
+  auto run = std::async(std::launch::async, [child] {
+    return run_doorbell({"trace", "--json", "-p", std::to_string(child), "--interval", "0.2",
+                         "--duration", "60", "--threshold", "50"});
+  });
+  const pid_t tracer = wait_for_our_tracer(std::chrono::seconds(30));
   ASSERT_EQ(::write(go, "g", 1), 1);
   ::close(go);
   EXPECT_EQ(wait_exit(child), 0);
-  nlohmann::json summary;
-  while (read_json_line(t.out, line))
-    if (line["type"] == "summary") summary = line;
-  ::fclose(t.out);
-  EXPECT_EQ(wait_exit(t.pid), 0);
-  ASSERT_TRUE(summary.is_object()) << "no summary line";
+  const RunResult r = run.get();
+  ASSERT_GT(tracer, 0) << "no doorbell-trace instance appeared; " << r.describe();
+  ASSERT_TRUE(r.success()) << r.describe();
+  const auto lines = json_lines(r.out);
+  const nlohmann::json start = line_of_type(lines, "start");
+  ASSERT_TRUE(start.is_object()) << r.out;
+  EXPECT_EQ(start["instance"], "doorbell-trace-" + std::to_string(tracer));
+  const nlohmann::json summary = line_of_type(lines, "summary");
+  ASSERT_TRUE(summary.is_object()) << "no summary line: " << r.out;
   EXPECT_EQ(summary["end"], "target exited");
   EXPECT_EQ(summary["lost_events"], 0);
 
@@ -164,42 +217,51 @@ TEST(Trace, CountsMatchWhatTheChildSent) {
   EXPECT_EQ((*rt)["delivered"], kRt);
   EXPECT_EQ((*rt)["delay_ns"]["count"], kRt);
 
-  // The instance is gone.
-  std::string dir = tracefs_dir();
-  if (!dir.empty()) {
-    EXPECT_FALSE(fs::exists(fs::path(dir) / "instances" / instance));
-  }
+  // The instance is gone (looked up through the binding: always checked).
+  EXPECT_FALSE(fs::exists(tracefs::tracing_dir().path + "/instances/" +
+                          start["instance"].get<std::string>()));
 }
 
 TEST(Trace, InterruptEndsItCleanly) {
   SKIP_UNLESS_ROOT();
-  std::string mounts_before;
-  {
-    std::ifstream in("/proc/self/mounts");
-    mounts_before.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  Tracer t = start_trace({"--interval", "0.2"});
-  ASSERT_GT(t.pid, 0);
-  nlohmann::json line;
-  ASSERT_TRUE(read_json_line(t.out, line));
-  ASSERT_EQ(line["type"], "start");
-  const std::string instance = line["instance"];
-  ASSERT_EQ(::kill(t.pid, SIGINT), 0);
-  nlohmann::json summary;
-  while (read_json_line(t.out, line))
-    if (line["type"] == "summary") summary = line;
-  ::fclose(t.out);
-  EXPECT_EQ(wait_exit(t.pid), 0);
-  ASSERT_TRUE(summary.is_object());
+  const std::string mounts_before = slurp("/proc/self/mountinfo");
+  const int host_before = host_tracefs_mounts();
+  auto run = std::async(std::launch::async, [] {
+    return run_doorbell({"trace", "--json", "--interval", "0.2"});
+  });
+  const pid_t tracer = wait_for_our_tracer(std::chrono::seconds(30));
+  ASSERT_GT(tracer, 0) << "no doorbell-trace instance appeared";
+  ASSERT_EQ(::kill(tracer, SIGINT), 0);
+  const RunResult r = run.get();
+  ASSERT_TRUE(r.success()) << r.describe();
+  const nlohmann::json summary = line_of_type(json_lines(r.out), "summary");
+  ASSERT_TRUE(summary.is_object()) << r.out;
   EXPECT_EQ(summary["end"], "interrupted");
-  std::string dir = tracefs_dir();
-  if (!dir.empty()) {
-    EXPECT_FALSE(fs::exists(fs::path(dir) / "instances" / instance));
-  }
-  // Our mount table is as it was (a private mount, if any, was not ours).
-  std::ifstream in("/proc/self/mounts");
-  std::string mounts_after(std::istreambuf_iterator<char>(in), {});
-  EXPECT_EQ(mounts_before, mounts_after);
+  EXPECT_FALSE(fs::exists(tracefs::tracing_dir().path + "/instances/doorbell-trace-" +
+                          std::to_string(tracer)));
+  // Neither our mount table nor the system's changed.
+  EXPECT_EQ(slurp("/proc/self/mountinfo"), mounts_before);
+  EXPECT_EQ(host_tracefs_mounts(), host_before);
+}
+
+TEST(Trace, WithoutTracefsMountsItPrivatelyAndLeavesNothing) {
+  SKIP_UNLESS_ROOT();
+  const int host_before = host_tracefs_mounts();
+  hide_tracefs_in_this_namespace();
+  ASSERT_FALSE(tracefs::find_mount().has_value());
+  const RunResult r = run_doorbell({"trace", "--json", "--duration", "0.5", "--interval", "0.2"});
+  ASSERT_TRUE(r.success()) << r.describe();
+  EXPECT_NE(r.err.find("mounted it privately"), std::string::npos) << r.err;
+  const nlohmann::json start = line_of_type(json_lines(r.out), "start");
+  ASSERT_TRUE(start.is_object()) << r.out;
+  // No tracefs appeared here or on the system.
+  EXPECT_FALSE(tracefs::find_mount().has_value());
+  EXPECT_EQ(host_tracefs_mounts(), host_before);
+  // The binding mounts it privately for this process too, and sees that the
+  // instance is gone.
+  ASSERT_TRUE(tracefs::tracing_dir().private_mount);
+  EXPECT_FALSE(fs::exists(tracefs::tracing_dir().path + "/instances/" +
+                          start["instance"].get<std::string>()));
 }
 
 TEST(Trace, BadInputExitsWithTwo) {
@@ -208,15 +270,73 @@ TEST(Trace, BadInputExitsWithTwo) {
   pid_t gone = ::fork();
   if (gone == 0) ::_exit(0);
   ASSERT_EQ(wait_exit(gone), 0);
-  auto rc = [](const std::string& args) {
-    int status = std::system((kCli + " trace " + args + " >/dev/null 2>&1").c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto rc = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "trace");
+    return run_doorbell(args).exit_code();
   };
-  EXPECT_EQ(rc("-p " + std::to_string(gone) + " --duration 1"), 2);
-  EXPECT_EQ(rc("-p -5 --duration 1"), 2);
-  EXPECT_EQ(rc("-p abc"), 2);
-  EXPECT_EQ(rc("--threshold 0 --duration 1"), 2);
-  EXPECT_EQ(rc("--interval 0 --duration 1"), 2);
+  EXPECT_EQ(rc({"-p", std::to_string(gone), "--duration", "1"}), 2);
+  EXPECT_EQ(rc({"-p", "-5", "--duration", "1"}), 2);
+  EXPECT_EQ(rc({"-p", "abc"}), 2);
+  EXPECT_EQ(rc({"--threshold", "0", "--duration", "1"}), 2);
+  EXPECT_EQ(rc({"--interval", "0", "--duration", "1"}), 2);
+}
+
+// ---------------------------------------------------------------- the binding
+
+TEST(TracefsBinding, FindsTheMountInMountinfo) {
+  const std::string info =
+      "22 1 0:21 / /proc rw,relatime shared:5 - proc proc rw\n"
+      "42 23 0:13 / /sys/kernel/trac\\040ing rw,relatime shared:9 master:2 - tracefs nodev rw\n"
+      "43 23 0:13 / /other rw - tracefs nodev rw\n";
+  EXPECT_EQ(tracefs::find_mount_in(info), "/sys/kernel/trac ing");
+  EXPECT_EQ(tracefs::count_mounts_in(info), 2);
+  EXPECT_FALSE(tracefs::find_mount_in("22 1 0:21 / /proc rw - proc proc rw\n").has_value());
+}
+
+// A private mount made from one thread serves every thread, and the system's
+// mount table does not gain it.
+TEST(TracefsBinding, PrivateMountServesEveryThreadAndNotTheSystem) {
+  SKIP_UNLESS_ROOT();
+  const int host_before = host_tracefs_mounts();
+  hide_tracefs_in_this_namespace();
+  std::string path;
+  std::thread([&] { path = tracefs::tracing_dir().path; }).join();  // mounts, then exits
+  ASSERT_TRUE(tracefs::tracing_dir().private_mount);
+  EXPECT_EQ(tracefs::tracing_dir().path, path);
+  {
+    tracefs::Instance instance("test");
+    EXPECT_EQ(instance.name(), "doorbell-test-" + std::to_string(::getpid()));
+    EXPECT_TRUE(fs::is_directory(path + "/instances/" + instance.name()));
+    EXPECT_TRUE(instance.enable("signal", "signal_generate"));
+  }
+  EXPECT_TRUE(instances_with("doorbell-test-" + std::to_string(::getpid())).empty());
+  EXPECT_FALSE(tracefs::find_mount().has_value());
+  EXPECT_EQ(host_tracefs_mounts(), host_before);
+}
+
+TEST(TracefsBinding, RemovesInstancesOfDeadOwnersOnly) {
+  SKIP_UNLESS_ROOT();
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_EQ(wait_exit(dead), 0);
+  const std::string dir = tracefs::tracing_dir().path + "/instances/";
+  const std::string stale = "doorbell-test-" + std::to_string(dead);
+  const std::string live = "doorbell-test-" + std::to_string(::getppid());
+  const std::string foreign = "someone-else-" + std::to_string(dead);
+  for (const auto& name : {stale, live, foreign}) ASSERT_EQ(::mkdir((dir + name).c_str(), 0755), 0);
+  std::vector<std::string> removed;
+  {
+    tracefs::Instance instance("test");
+    removed = instance.removed_stale();
+  }
+  const bool live_kept = fs::exists(dir + live), foreign_kept = fs::exists(dir + foreign);
+  ::rmdir((dir + live).c_str());
+  ::rmdir((dir + foreign).c_str());
+  ::rmdir((dir + stale).c_str());
+  EXPECT_NE(std::find(removed.begin(), removed.end(), stale), removed.end());
+  EXPECT_EQ(std::find(removed.begin(), removed.end(), live), removed.end());
+  EXPECT_TRUE(live_kept);
+  EXPECT_TRUE(foreign_kept);
 }
 
 }  // namespace

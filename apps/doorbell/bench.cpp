@@ -8,11 +8,13 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "apps/doorbell/command.h"
-#include "apps/doorbell/report.h"
 #include "lab/harness/results.h"
+#include "lab/harness/results_reader.h"
 #include "lab/harness/runner.h"
+#include "lab/report/html.h"
 
 namespace doorbell::cli {
 namespace {
@@ -95,7 +97,8 @@ void run_bench(const BenchOptions& o) {
     // does not cost the results already written.
     const std::string report_path = out_dir + "/report.html";
     try {
-      report::write_html_report({lab::to_json(results, DOORBELL_VERSION)}, report_path);
+      report::write_html_report({lab::results_from_json(lab::to_json(results, DOORBELL_VERSION))},
+                                report_path);
       std::cout << "report (HTML):  " << report_path << "\n";
     } catch (const std::exception& e) {
       std::cerr << "doorbell bench: no HTML report: " << e.what() << "\n";

@@ -45,6 +45,25 @@
 // the child's ring() a futile FUTEX_WAKE. A process_private Bell must not be
 // used across processes (its futex ops do not match other processes).
 //
+// Dead waiters (a limit, not healed): a process killed (SIGKILL, a crash)
+// while asleep in wait() on a shared Bell stays counted in the word. The
+// Bell keeps every promise to live waiters (the kernel dropped the dead
+// one from its queue, so FUTEX_WAKE finds the live ones), but every later
+// ring() of the unrung Bell then makes one futile FUTEX_WAKE: "no syscall
+// when nobody waits" no longer holds for that Bell (measured here: about
+// 1.3 us per ring() instead of 7 ns; tests/bell_dead_waiter_test.cpp).
+// The count cannot heal itself safely: when FUTEX_WAKE wakes nobody, the
+// counted waiters may be dead, or alive between their registration and
+// futex_wait(), or just woken and not yet unregistered; the word does not
+// say which, so a ringer that cleared the count would let such a live
+// waiter later remove another waiter's registration (or sleep uncounted),
+// and that waiter's wake-up would be lost. Telling them apart needs a
+// per-registration generation in the word, which this stable layout has no
+// room for. Repair: once you know no wait() on the Bell is in progress
+// (e.g. every peer that waits has exited or is known to be outside wait()),
+// re-create it with create_at() at the same address; a pending ring is
+// lost then, so ring() again if one may be pending.
+//
 // Spin: wait() may spin, checking the word, for a bounded number of
 // iterations before it registers as a waiter (Spin{0}: the default, no
 // spin). Spinning only helps when the ringer answers within the budget and

@@ -57,6 +57,13 @@ struct SpawnOptions {
   // The environment, "NAME=value" each; nullopt inherits ours.
   std::optional<std::vector<std::string>> environment;
   // Descriptors for the child's stdin/stdout/stderr; -1 inherits ours.
+  // Each names one of OUR (the caller's) descriptors at the time of
+  // spawn(), and the child gets exactly those, as if the three dup2s
+  // happened at once: with stdout_fd = a pipe and stderr_fd = 1 the child's
+  // stderr is our fd 1 (not the pipe), and stdout_fd = 2, stderr_fd = 1
+  // swaps them. Our descriptors are left as they are; the child's 0/1/2
+  // are not close-on-exec. spawn() throws std::system_error (EBADF) when
+  // one is not open.
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
@@ -98,7 +105,10 @@ class ChildProcess {
   std::optional<ExitStatus> try_wait();
   // Waits until the child exits and reaps it (EINTR retried).
   ExitStatus wait();
-  // Waits up to `timeout`; nullopt when it is still running then.
+  // Waits up to `timeout`; nullopt when it is still running then. Any
+  // timeout is honoured: one too large for the clock (nanoseconds::max())
+  // means no limit, and one beyond poll's int milliseconds (~24.8 days) is
+  // waited out in several polls.
   std::optional<ExitStatus> wait_for(std::chrono::nanoseconds timeout);
 
   // The status once reaped.

@@ -22,8 +22,15 @@
 //    itself forgets a closed fd silently, so the loop can only tell at the
 //    next add()/modify()/remove() of that number.)
 //  - stop() makes the current or next run() return after the callbacks of
-//    the current round; it is sticky until run() or run_once() returns
-//    because of it. It wakes a sleeping loop through an EventNotifier,
+//    the current round; it is sticky until run() returns because of it.
+//    Only run() clears it (run() owns the flag), so a stop() from another
+//    thread is never lost, whenever it lands. run_once() never clears it:
+//    while a stop is pending, run_once() does not sleep (it dispatches what
+//    is ready and returns), and a loop of your own ends on
+//    stop_requested():
+//        while (!loop.stop_requested()) loop.run_once();
+//    The stop then stays pending, and the next run() returns at once
+//    (clearing it). stop() wakes a sleeping loop through an EventNotifier,
 //    which writes its eventfd only when the loop is about to sleep.
 //  - Timers are Timer objects (timerfd, CLOCK_MONOTONIC) owned by the loop.
 //    A timer callback gets the number of expirations since its last call
@@ -46,6 +53,13 @@
 namespace doorbell {
 
 class Timer;
+
+// The points inside run() where another thread may act between two steps;
+// a test installs a hook (EventLoop::set_race_hook_for_testing) to act there
+// deterministically. Production code installs none.
+enum class EventLoopRacePoint {
+  after_stop_check,  // run() found no stop pending; the round has not begun
+};
 
 class EventLoop {
  public:
@@ -97,13 +111,20 @@ class EventLoop {
   // when the id is unknown (already cancelled, or a one-shot that fired).
   bool cancel_timer(TimerId id);
 
-  // Runs rounds until stop(). Returns the number of callbacks run.
+  // Runs rounds until stop(), then clears the stop and returns the number
+  // of callbacks run. Returns at once (0) when a stop is already pending.
+  // Throws std::logic_error when called from a callback.
   std::size_t run();
 
-  // One round: waits up to `timeout` for events (nullopt: no limit; zero:
-  // just poll), then runs their callbacks. Returns the number of callbacks
-  // run. Returns early, without waiting, when stop() is pending (and clears
-  // it).
+  // One round: waits up to `timeout` for events (nullopt: no limit; zero or
+  // negative: just poll), then runs their callbacks. Returns the number of
+  // callbacks run (0: timed out, woken by wakeup() or stop(), or events
+  // removed meanwhile). A timeout of any size is honoured: one too large
+  // for the clock counts as no limit, and one beyond epoll's int
+  // milliseconds (~24.8 days) is waited out in several epoll_wait calls.
+  // While stop() is pending (before the call, or arriving during the wait)
+  // it does not sleep. It never clears the stop: check stop_requested().
+  // Throws std::logic_error when called from a callback.
   std::size_t run_once(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
   // Any thread, and signal handlers (async-signal-safe): makes run() return.
@@ -112,8 +133,17 @@ class EventLoop {
   // stopping run().
   void wakeup() noexcept { notifier_.notify(); }
 
-  // True between a stop() and the run()/run_once() that honours it.
+  // True between a stop() and the run() that honours it.
   bool stop_requested() const noexcept { return stop_.load(std::memory_order_acquire); }
+
+  // Tests only. Calls hook(point, context) on the loop's thread at each
+  // EventLoopRacePoint; nullptr removes it. Not thread-safe: set it while the
+  // loop is not running.
+  using RaceHook = void (*)(EventLoopRacePoint point, void* context);
+  void set_race_hook_for_testing(RaceHook hook, void* context) noexcept {
+    race_hook_ = hook;
+    race_hook_context_ = context;
+  }
 
  private:
   struct Registration {
@@ -135,6 +165,8 @@ class EventLoop {
   std::unordered_map<TimerId, std::unique_ptr<TimerEntry>> timers_;
   std::vector<std::unique_ptr<TimerEntry>> retired_timers_;  // freed after the round
   bool running_ = false;
+  RaceHook race_hook_ = nullptr;
+  void* race_hook_context_ = nullptr;
 };
 
 }  // namespace doorbell

@@ -30,7 +30,8 @@
 //    charged to has already admitted `burst` events (or, for allow(n), when
 //    fewer than n are left). Contention never denies a call. A caller whose
 //    timestamp is older than the newest window opened by another caller is
-//    charged to that newest window (its own window is over).
+//    charged to that newest window (its own window is over), and never
+//    moves the shared word back to its own window.
 //    Sharded mode (below) relaxes this by a documented, bounded amount.
 //  - Never waits: no lock, no spin-wait, no syscall (except the clock read
 //    of allow()/check(), a vDSO call). allow()/allow_at() for one event and
@@ -93,16 +94,29 @@
 //  check_at() with any monotonic nanosecond clock; all callers of one
 //  limiter must use the same clock. Non-monotonic timestamps are safe (see
 //  "No false suppression"), just charged to the newest window.
-//  The 32-bit window number wraps after 2^32 intervals (49.7 days at 1 ms).
-//  A timestamp up to 2^20 windows older than the newest opened window is
-//  charged to that window; one further behind (or a window number that
-//  wrapped) opens its own window. So: exactness needs timestamps less than
-//  2^20 windows stale (17 minutes at 1 ms) when the call is made; and a
-//  limiter left idle for 2^32 - 2^20 to 2^32 windows (mod 2^32) takes its old
-//  window for current, and may deny, for at most 2^20 windows.
+//  The shared word keeps the low 32 bits of the window number, which wrap
+//  after 2^32 intervals (49.7 days at 1 ms, 71 minutes at 1 us); the limiter
+//  also keeps the newest full 64-bit window number ever opened. A timestamp
+//  older than the newest opened window, however old (a caller that stalled
+//  after reading the clock, or a stale timestamp passed in), is charged to
+//  the newest window: the shared word never moves back to an older window,
+//  so exactness holds for any staleness. A limiter left idle for any time
+//  opens a new window on its next call, except when the idle time is, to
+//  the window, a multiple of 2^32 windows: that call counts on in the old
+//  window's count (and may be denied) for that one window. One more limit
+//  of a 32-bit window in a 64-bit CAS (tests/models/rate_limiter_wrap.pml
+//  checks the rest under it): a call that spans 2^32 windows between its
+//  clock read (or the window of the word it loaded, if older) and its CAS
+//  could find the word holding the same value again and move it back. In sharded mode
+//  a slot's leased tokens are likewise taken for current when the slot was
+//  idle for 2^32 - 2^20 to 2^32 windows (mod 2^32); a caller more than
+//  2^20 windows stale does not spend its slot's lease.
 //
 // Memory ordering
-//  All operations are relaxed: the limiter hands out decisions, not data.
+//  The limiter hands out decisions, not data: admissions and denials are
+//  relaxed. (Opening a window is a release CAS paired with an acquire fence
+//  on the path that may open one, for the limiter's own bookkeeping of the
+//  newest window; it orders nothing for the caller.)
 //  Exactness rests only on the shared word's modification order (every
 //  admission is a read-modify-write whose returned value is distinct).
 //  A caller that needs "the event I admitted happens after X" must order X
@@ -290,9 +304,15 @@ class BasicRateLimiter {
   static constexpr bool sharded() noexcept { return kSharded; }
   bool enabled() const noexcept { return interval_ns_ != 0; }
 
-  // The window number a timestamp falls in.
+  // The window number a timestamp falls in (the low 32 bits of
+  // full_window_of(), as kept in the shared word and in verdicts).
   uint32_t window_of(uint64_t now_ns) const noexcept {
-    return static_cast<uint32_t>(static_cast<unsigned __int128>(now_ns) * inverse_ >> 64);
+    return static_cast<uint32_t>(full_window_of(now_ns));
+  }
+  // The full 64-bit window number: now_ns / interval, rounded down (one
+  // multiply; never wraps).
+  uint64_t full_window_of(uint64_t now_ns) const noexcept {
+    return static_cast<uint64_t>(static_cast<unsigned __int128>(now_ns) * inverse_ >> 64);
   }
 
  private:
@@ -311,21 +331,56 @@ class BasicRateLimiter {
   static constexpr bool newer(uint32_t a, uint32_t b) noexcept {
     return static_cast<int32_t>(a - b) > 0;
   }
-  // Is a call whose timestamp falls in `window` charged to `current`? Yes
-  // when `current` is the same window or a newer one, by at most
-  // kStaleWindows (a caller whose clock read is behind). A `current` further
-  // ahead than that can only be a window number from 2^32 windows ago that
-  // wrapped: it is over.
+  // Sharded mode: may a call whose timestamp falls in `window` spend tokens
+  // of a slot lease for window `current`? Yes when `current` is the same
+  // window or a newer one, by at most kStaleWindows (a caller whose clock
+  // read is behind). A lease further ahead than that is treated as one from
+  // 2^32 windows ago (wrapped) and is not spent; the caller then goes to
+  // the shared word, where claim_open() decides with the full window number.
   static constexpr uint32_t kStaleWindows = 1u << 20;
   static constexpr bool charged_to(uint32_t window, uint32_t current) noexcept {
     return current - window <= kStaleWindows;
   }
-  // Must a call in `window` open it on shared word w? The zero word is the
-  // never-opened limiter (a window 0 opened with count 0 may be reopened:
-  // nothing was admitted in it).
-  static constexpr bool must_open(uint32_t window, uint64_t w) noexcept {
-    return w == 0 || !charged_to(window, window_part(w));
+  // Must a call in full window `full` open it on shared word w (whose
+  // 32-bit window differs from the caller's)? If so, claims it: raises
+  // newest_ to `full` before the caller's CAS. newest_ is the newest full
+  // (64-bit, never wrapping) window any caller decided to open.
+  //  - Never open when the caller's window is older than newest_: its clock
+  //    read is stale (it stalled after reading it, or passed an old
+  //    timestamp), and opening would move the word back to an old window,
+  //    after which the next caller would reopen the newer window with a
+  //    fresh count: up to 2 * burst in one window (issue 12, item 6). The
+  //    caller is charged to the word's window instead.
+  //  - Otherwise open when the word was never opened (zero; a window opened
+  //    with count 0 may be reopened: nothing was admitted in it), when the
+  //    word's window is older than the caller's (wrap-aware), or when
+  //    newest_ is half a wrap (2^31 windows) or more behind the caller: the
+  //    word's 32-bit window number is then that old and only looks newer
+  //    because it wrapped (an idle limiter).
+  // Why raise newest_ before the CAS: every window in the word was claimed
+  // in newest_ first, so newest_ >= the word's full window, and an open by
+  // a caller with full >= newest_ always moves the word forward. (Raised
+  // after the CAS, a caller stalled half a wrap could read an old newest_
+  // between another caller's CAS and its raise, and move the word back;
+  // tests/models/rate_limiter_wrap.pml -DRAISE_AFTER shows it.) A claim
+  // whose CAS then fails only makes callers with an older clock read
+  // (racing the boundary) be charged to the word's window.
+  // Ordering: the opening CAS is a release and this fence an acquire, so a
+  // caller that loaded a word value written by (or, through fetch_adds,
+  // after) an opening CAS sees that opener's raise of newest_.
+  bool claim_open(uint64_t full, uint64_t w) noexcept {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    uint64_t newest = newest_.load(std::memory_order_relaxed);
+    if (full < newest) return false;
+    const bool open =
+        w == 0 || newer(static_cast<uint32_t>(full), window_part(w)) || full - newest >= kHalfWrap;
+    // A max: never lowers newest_.
+    while (open && newest < full &&
+           !newest_.compare_exchange_weak(newest, full, std::memory_order_relaxed)) {
+    }
+    return open;
   }
+  static constexpr uint64_t kHalfWrap = uint64_t{1} << 31;
 
   struct alignas(64) Slot {
     std::atomic<uint64_t> missed{0};  // events denied by this slot's threads
@@ -362,26 +417,28 @@ class BasicRateLimiter {
 
   template <bool kReport>
   RateLimitVerdict decide(uint64_t now_ns, uint32_t n) noexcept {
-    const uint32_t window = window_of(now_ns);
+    const uint64_t full = full_window_of(now_ns);
+    const uint32_t window = static_cast<uint32_t>(full);
     if (n == 0) [[unlikely]]
       return {true, 0, window};
-    if (kSharded && n == 1) return decide_leased<kReport>(window);
+    if (kSharded && n == 1) return decide_leased<kReport>(full);
     uint64_t w = word_.load(std::memory_order_relaxed);
     Hooks::point(RateLimitRacePoint::after_load);
     for (;;) {
       // Fast test: the word is in the caller's window. Otherwise open the
-      // caller's window if the word's is older, far ahead (wrapped), or the
-      // word was never opened (zero; when the caller's window is 0 too,
-      // counting on from the zero word is the same as opening window 0).
+      // caller's window if the word's is older, or the word was never
+      // opened (zero; when the caller's window is 0 too, counting on from
+      // the zero word is the same as opening window 0). See claim_open().
       if (window_part(w) != window) [[unlikely]] {
-        if (w == 0 || !charged_to(window, window_part(w))) {
+        if (claim_open(full, w)) {
           // The CAS is the whole reset (new window and its first count in
           // one store), so there is no moment where one is visible without
           // the other. A failed CAS means someone else changed the word;
           // re-decide on the value it returned.
           const bool fits = n <= burst_;
           Hooks::point(RateLimitRacePoint::before_open);
-          if (word_.compare_exchange_weak(w, pack(window, fits ? n : 0),
+          // release: publishes this caller's raise of newest_ (claim_open).
+          if (word_.compare_exchange_weak(w, pack(window, fits ? n : 0), std::memory_order_release,
                                           std::memory_order_relaxed)) {
             Hooks::point(RateLimitRacePoint::after_open);
             if (!fits) count_miss(n);
@@ -420,7 +477,8 @@ class BasicRateLimiter {
   // slot's lease for this window, or a denial when the slot is empty and the
   // shared word's window (the caller's) is full. Everything else refills.
   template <bool kReport>
-  RateLimitVerdict decide_leased(uint32_t window) noexcept {
+  RateLimitVerdict decide_leased(uint64_t full) noexcept {
+    const uint32_t window = static_cast<uint32_t>(full);
     Slot& slot = my_slot();
     uint64_t l = slot.lease.load(std::memory_order_relaxed);
     if (window_part(l) == window && count_part(l) > 0) [[likely]] {
@@ -437,11 +495,12 @@ class BasicRateLimiter {
         return {false, 0, window};
       }
     }
-    return refill<kReport>(window, slot);
+    return refill<kReport>(full, slot);
   }
 
   template <bool kReport>
-  [[gnu::noinline]] RateLimitVerdict refill(uint32_t window, Slot& slot) noexcept {
+  [[gnu::noinline]] RateLimitVerdict refill(uint64_t full, Slot& slot) noexcept {
+    const uint32_t window = static_cast<uint32_t>(full);
     uint64_t l = slot.lease.load(std::memory_order_relaxed);
     // Tokens leased for the caller's window or a newer one can be spent.
     while (count_part(l) > 0 && charged_to(window, window_part(l))) {
@@ -456,10 +515,12 @@ class BasicRateLimiter {
     uint32_t granted_window = 0;
     uint64_t report = 0;
     for (;;) {
-      if (must_open(window, w)) {
+      if (w == 0 || (window_part(w) != window && claim_open(full, w))) {
         const uint32_t grant = lease_ < burst_ ? lease_ : burst_;
         Hooks::point(RateLimitRacePoint::before_open);
-        if (word_.compare_exchange_weak(w, pack(window, grant), std::memory_order_relaxed)) {
+        // release: publishes this caller's raise of newest_ (claim_open).
+        if (word_.compare_exchange_weak(w, pack(window, grant), std::memory_order_release,
+                                        std::memory_order_relaxed)) {
           Hooks::point(RateLimitRacePoint::after_open);
           granted = grant;
           granted_window = window;
@@ -514,6 +575,10 @@ class BasicRateLimiter {
   uint32_t burst_ = 0;
   uint32_t lease_ = 0;
   std::atomic<uint64_t> reported_{0};
+  // The newest full (64-bit) window a caller claimed to open; see
+  // claim_open(). Written once per window opening, read only when the
+  // word's window is not the caller's.
+  std::atomic<uint64_t> newest_{0};
   // Lines 2-17: per-thread slots.
   Slot slots_[kSlots];
 };

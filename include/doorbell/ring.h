@@ -70,14 +70,16 @@ class Ring {
   // Producer. Copies `size` bytes into the next slot and wakes the
   // consumer if it sleeps. full: no free slot; too_large: size > slot_bytes.
   Status try_push(const void* data, std::size_t size) noexcept;
-  // Producer. Like try_push(), waiting up to `timeout` while full.
+  // Producer. Like try_push(), waiting up to `timeout` while full. A
+  // timeout too large for the clock (nanoseconds::max()) means no limit.
   Status push(const void* data, std::size_t size, std::chrono::nanoseconds timeout) noexcept;
 
   // Consumer. Copies the oldest record into `buffer`. empty: no record;
   // buffer_too_small: capacity < the record's size (left in the ring).
   PopResult try_pop(void* buffer, std::size_t capacity) noexcept;
   // Consumer. Like try_pop(), sleeping on the data Bell up to `timeout`
-  // while empty (timed_out then).
+  // while empty (timed_out then). A timeout too large for the clock
+  // (nanoseconds::max()) means no limit.
   PopResult pop(void* buffer, std::size_t capacity, std::chrono::nanoseconds timeout,
                 Bell::Spin spin = {}) noexcept;
 

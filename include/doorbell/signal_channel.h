@@ -57,7 +57,20 @@
 //     someone installed another one meanwhile, which is left alone; no
 //     handler of ours is running any more. So a second Ctrl-C after stop()
 //     does what it did before the channel existed: the default kills the
-//     process (tokio-rs/tokio#7905);
+//     process (tokio-rs/tokio#7905). A chained previous handler (below)
+//     started by a signal before stop() may still be running: it is not
+//     ours, and it may never return;
+//   - the limit of the restore: the kernel has no compare-and-swap for a
+//     disposition. stop() reads the current one and leaves it alone when it
+//     is not ours (another handler function; ours re-installed with other
+//     flags still counts as ours). When it is ours, stop() swaps the
+//     previous one in with sigaction(2), which reports what it replaced; if
+//     another thread's sigaction() slipped in between the read and the
+//     swap, stop() puts that one back. What remains: a signal that arrives
+//     between that swap and the putting back meets the previous disposition,
+//     and a sigaction() by other code that lands in that same window (about
+//     a microsecond) is undone. Code that installs handlers concurrently
+//     with stop() must order itself with it;
 //   - masks are never changed by a channel. With signalfd the signals stay
 //     blocked after stop() (the caller blocked them); a signal sent then
 //     stays pending until the caller restores its mask, and then acts as
@@ -66,7 +79,10 @@
 // Chaining. With the handler mechanism, a handler that was installed before
 // the channel keeps running after the channel recorded the event
 // (Options::chain_previous, on by default). SIG_DFL and SIG_IGN are not
-// chained: the channel takes the signal instead.
+// chained: the channel takes the signal instead. The previous handler runs
+// after the channel's own part of the handler has finished, so it may leave
+// by siglongjmp (a shell's SIGINT handler returning to its prompt) without
+// breaking a later stop().
 //
 // Refused signals (std::invalid_argument): SIGKILL and SIGSTOP (cannot be
 // caught), the synchronous faults SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP
@@ -94,6 +110,9 @@
 // mechanism restores the previous dispositions in the child at fork (signals
 // blocked around the fork so none slips through), so the child's signals
 // reach neither the parent's fd nor a dead channel (chriskohlhoff/asio#1069).
+// A fork while other threads are inside the channel's handler is safe: those
+// threads do not exist in the child, and the child's own channels stop
+// without waiting for them.
 // Create a new channel in the child if it wants events. exec() drops
 // handlers anyway; signalfd descriptors are close-on-exec.
 //

@@ -40,11 +40,18 @@
 // ESRCH: counted in threads_gone, not an error.
 //
 // Process identity. The broadcaster holds a pidfd (pidfd_open(2), Linux 5.3)
-// opened at construction. After sending it asks the pidfd whether the
-// process is still alive; if it is, the PID cannot have been reused while
-// the signals were sent, so every thread reached belonged to that process.
-// If it is not, process_exited is set. Where pidfd_open is missing (ENOSYS)
-// the broadcaster works without that check and says so (pinned() == false).
+// opened at construction. After each read of /proc/PID/task, and before
+// signalling any thread it lists, it asks the pidfd whether the process is
+// still alive: if it is, the PID cannot have been reused before the listing
+// was read, so the listed threads are that process's. If it is not (the
+// process exited, and its PID may already name a stranger), nothing from
+// that listing is signalled: the first listing throws std::system_error
+// (ESRCH), a later one ends the send with process_exited set. After sending
+// it asks again and sets process_exited if the process has gone since. The
+// one interval left is between that check and each tgkill(PID, TID): a
+// stranger would have to receive both the PID and that TID within it.
+// Where pidfd_open is missing (ENOSYS) the broadcaster works without these
+// checks and says so (pinned() == false).
 //
 // Thread safety: a ThreadBroadcaster is not thread-safe (its token counter
 // and thread list are plain members); use one per sending thread.
@@ -61,6 +68,13 @@
 #include <vector>
 
 namespace doorbell {
+
+namespace detail {
+// Test seam: lets a test give a broadcaster the pidfd of a process that has
+// exited, which is what a broadcaster holds after its target exited and the
+// PID was reused (defined by the test, not by the library).
+struct ThreadBroadcasterTestAccess;
+}  // namespace detail
 
 // What one broadcast did.
 struct BroadcastResult {
@@ -149,18 +163,26 @@ class ThreadBroadcaster {
   // Sends signo to every thread with the next token in si_value (SI_QUEUE).
   // Throws std::invalid_argument for signo outside 1..NSIG-1 or SIGKILL/
   // SIGSTOP (use stop_every_thread), std::system_error when /proc/PID/task
-  // cannot be read at the first listing (process gone: ESRCH/ENOENT) or a
-  // send fails with anything but ESRCH (EPERM: not allowed to signal it).
+  // cannot be read at the first listing or the pidfd says the process has
+  // exited (process gone: ESRCH/ENOENT), or a send fails with anything but
+  // ESRCH (EPERM: not allowed to signal a thread; EAGAIN: RLIMIT_SIGPENDING).
+  // A send that throws after reaching some threads has still used its
+  // token: the next send() carries a new one, so the threads that got this
+  // one do not drop the next event as a duplicate.
   BroadcastResult send(int signo);
   // The same with a caller-chosen token (any value; 0 allowed).
   BroadcastResult send_with_value(int signo, uint64_t value);
   // Plain tgkill to every thread: no siginfo, no token (si_code SI_TKILL).
   BroadcastResult send_plain(int signo);
 
-  // The last token sent (0 before the first send()).
-  uint64_t last_token() const noexcept { return BroadcastToken::kMarker | sequence_; }
+  // The token of the last send(), including one that threw halfway (0
+  // before the first send()). send_with_value() does not change it.
+  uint64_t last_token() const noexcept {
+    return sequence_ == 0 ? 0 : BroadcastToken::kMarker | sequence_;
+  }
 
  private:
+  friend struct detail::ThreadBroadcasterTestAccess;
   BroadcastResult broadcast(int signo, bool with_info, uint64_t value);
   pid_t pid_;
   Options options_;

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "sys/error.h"
@@ -54,6 +55,23 @@ ScopedMask::ScopedMask(int how, const sigset_t& signals) {
 
 ScopedMask::~ScopedMask() {
   ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
+long drain_pending(int signo) noexcept {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signo);
+  const timespec zero{0, 0};
+  long taken = 0;
+  for (;;) {
+    const int rc = ::sigtimedwait(&set, nullptr, &zero);
+    if (rc == signo) {
+      ++taken;
+      continue;
+    }
+    if (rc < 0 && errno == EINTR) continue;
+    return taken;
+  }
 }
 
 }  // namespace doorbell::lab

@@ -57,4 +57,24 @@ class ScopedMask {
   sigset_t old_;
 };
 
+// Takes every pending instance of signo (which the caller blocks) without
+// running a handler, so that restoring a disposition or a mask cannot run a
+// handler or a default action on a leftover. Returns how many it took.
+// Async-signal-safe.
+long drain_pending(int signo) noexcept;
+
+// drain_pending(signo) on destruction. Declare it after the ScopedMask that
+// blocks signo and after the ScopedDisposition it protects, so it runs
+// before either is undone.
+class ScopedDrain {
+ public:
+  explicit ScopedDrain(int signo) noexcept : signo_(signo) {}
+  ~ScopedDrain() { drain_pending(signo_); }
+  ScopedDrain(const ScopedDrain&) = delete;
+  ScopedDrain& operator=(const ScopedDrain&) = delete;
+
+ private:
+  int signo_;
+};
+
 }  // namespace doorbell::lab

@@ -2,10 +2,18 @@
 #pragma once
 
 #include <sched.h>
+#include <time.h>
 
 #include <cstdint>
 
 namespace doorbell::lab {
+
+// CLOCK_MONOTONIC in nanoseconds. Async-signal-safe.
+inline uint64_t monotonic_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 // Sleeps ns nanoseconds on CLOCK_MONOTONIC, resuming after EINTR.
 void sleep_ns(uint64_t ns);

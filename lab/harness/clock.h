@@ -19,18 +19,13 @@
 #include <x86intrin.h>
 #endif
 
+#include "lab/common/time.h"  // monotonic_ns
+
 namespace doorbell::lab {
 
 enum class ClockKind { monotonic, tsc };
 
 std::string_view clock_name(ClockKind kind) noexcept;
-
-// CLOCK_MONOTONIC in nanoseconds.
-inline uint64_t monotonic_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // lfence;rdtsc: the lfence keeps earlier instructions from drifting past the
 // read. Returns 0 on machines without a TSC.

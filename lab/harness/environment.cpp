@@ -1,14 +1,21 @@
 #include "lab/harness/environment.h"
 
+#include <cpuid.h>
 #include <dirent.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
+
+#include <fmt/format.h>
+
+#include "lab/common/format.h"
 
 #include "lab/harness/clock.h"
 #include "lab/harness/scenario.h"
@@ -74,7 +81,68 @@ std::string mitigations() {
   return out.empty() ? "unknown (no " + dir + ")" : out;
 }
 
+// The hypervisor's own signature (CPUID leaf 0x40000000, valid when the
+// hypervisor bit of leaf 1 is set): what the kernel itself reads to pick its
+// paravirtual drivers ("Hypervisor detected: KVM" in the boot log).
+std::string hypervisor_from_cpuid() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 31))) return "none";
+  __cpuid(0x40000000, a, b, c, d);
+  char sig[13] = {};
+  std::memcpy(sig, &b, 4);
+  std::memcpy(sig + 4, &c, 4);
+  std::memcpy(sig + 8, &d, 4);
+  const std::string s(sig);
+  if (s == "KVMKVMKVM") return "KVM";
+  if (s == "Microsoft Hv") return "Microsoft Hyper-V";
+  if (s == "VMwareVMware") return "VMware";
+  if (s == "XenVMMXenVMM") return "Xen HVM";
+  if (s == "TCGTCGTCGTCG") return "QEMU TCG (emulated)";
+  if (s == "ACRNACRNACRN") return "ACRN";
+  if (s == "bhyve bhyve ") return "bhyve";
+  if (s.rfind("VBox", 0) == 0) return "VirtualBox";
+  return s.empty() ? "unknown (hypervisor bit set)" : "unknown (" + s + ")";
+#else
+  const std::string xen = read_first_line("/sys/hypervisor/type");
+  return xen.empty() ? "unknown (not x86)" : xen;
+#endif
+}
+
+std::string page_table_isolation() {
+  const std::string meltdown = read_first_line("/sys/devices/system/cpu/vulnerabilities/meltdown");
+  if (meltdown.empty()) return "unknown";
+  if (meltdown.find("PTI") != std::string::npos) return "on";
+  if (meltdown == "Not affected") return "not affected";
+  if (meltdown.find("Vulnerable") != std::string::npos) return "off (vulnerable)";
+  return meltdown;
+}
+
 }  // namespace
+
+double measure_syscall_ns(int batches, int calls) {
+  std::vector<double> means;
+  for (int b = 0; b < batches; ++b) {
+    const uint64_t t0 = monotonic_ns();
+    for (int i = 0; i < calls; ++i) (void)::syscall(SYS_getppid);
+    means.push_back(static_cast<double>(monotonic_ns() - t0) / calls);
+  }
+  std::sort(means.begin(), means.end());
+  return means.empty() ? 0.0 : means[means.size() / 2];
+}
+
+std::string summarize_machine(const Environment& e) {
+  std::string where = e.hypervisor == "none" ? "bare metal" : e.hypervisor + " guest";
+  if (!e.clocksource.empty()) where += " (" + e.clocksource + ")";
+  // Bare metal with PTI off enters the kernel in ~0.1 µs; a guest whose every
+  // entry crosses PTI's page-table switch (and, for some, the host) pays 5-10x.
+  const char* entry = e.syscall_ns >= 500   ? "a dear kernel entry: syscall- and signal-bound rows "
+                                              "read high, ratios against atomics low"
+                      : e.syscall_ns >= 250 ? "a kernel entry of middling cost"
+                                            : "a cheap kernel entry";
+  return fmt::format("{}, PTI {}, syscall {}: {}", where, e.pti, format_duration(e.syscall_ns),
+                     entry);
+}
 
 Environment probe_environment() {
   Environment env;
@@ -90,6 +158,8 @@ Environment probe_environment() {
   env.cpus_online = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   env.cpus_allowed = static_cast<int>(allowed_cpus().size());
   env.virtualization = virtualization();
+  env.hypervisor = hypervisor_from_cpuid();
+  env.pti = page_table_isolation();
   env.clocksource =
       read_first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource");
   {
@@ -112,6 +182,7 @@ Environment probe_environment() {
   else
     env.preemption = "none (voluntary or server)";
   env.load_average = read_first_line("/proc/loadavg");
+  env.syscall_ns = measure_syscall_ns();
   env.root = ::geteuid() == 0;
   const TscCalibration& tsc = tsc_calibration();
   env.tsc_invariant = tsc.invariant;
@@ -135,6 +206,7 @@ Environment probe_environment() {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   env.timestamp_utc = stamp;
+  env.machine_summary = summarize_machine(env);
   return env;
 }
 

@@ -16,12 +16,22 @@ struct Environment {
   int cpus_online = 0;
   int cpus_allowed = 0;
   std::string virtualization;  // "none", or the hypervisor's name ("KVM", ...)
+  // What makes kernel entries cheap or dear on this machine. Two 2-vCPU
+  // guests can differ five-fold in the cost of a syscall (a paravirtualised
+  // guest with PTI on pays ~1 µs, another ~0.19 µs), which moves every ratio
+  // that has a syscall or a signal in it.
+  std::string hypervisor;  // from CPUID leaf 0x40000000: "KVM", "Microsoft Hyper-V", ..., or "none"
+  std::string pti;         // page-table isolation: "on", "off", "not affected" (from .../meltdown)
+  double syscall_ns = 0;  // getppid through syscall(2), median of batch means, measured at start-up
+  std::string
+      machine_summary;  // one line: hypervisor, clocksource, PTI, syscall cost and its class
   std::string clocksource;
   std::vector<std::string> signal_cost_features;  // xsave, xsaveopt, avx, avx2, avx512f ... present
   long min_signal_stack = 0;  // getauxval(AT_MINSIGSTKSZ): the kernel's signal frame size, bytes
   std::string mitigations;    // "spectre_v2: ...; meltdown: ..." from /sys/.../vulnerabilities
   std::string preemption;     // from uname -v (PREEMPT, PREEMPT_DYNAMIC, PREEMPT_RT)
-  std::string load_average;
+  std::string load_average;   // /proc/loadavg when the run started
+  std::string load_average_after;  // ... and when it ended (set by the runner)
   bool root = false;
   bool tsc_invariant = false;
   double tsc_ghz = 0.0;
@@ -34,5 +44,12 @@ struct Environment {
 };
 
 Environment probe_environment();
+
+// The cost of one getppid(2) through syscall(2): the median over `batches`
+// batches of the mean over `calls` calls, in nanoseconds (CLOCK_MONOTONIC).
+double measure_syscall_ns(int batches = 15, int calls = 2000);
+
+// "KVM guest (kvm-clock), PTI on, syscall 1.02 µs: a dear kernel entry ...".
+std::string summarize_machine(const Environment& environment);
 
 }  // namespace doorbell::lab

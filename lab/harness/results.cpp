@@ -12,7 +12,6 @@ namespace doorbell::lab {
 
 using nlohmann::json;
 
-
 namespace {
 
 json summary_json(const Summary& s) {
@@ -94,12 +93,17 @@ json to_json(const Environment& e) {
               {"cpus_online", e.cpus_online},
               {"cpus_allowed", e.cpus_allowed},
               {"virtualization", e.virtualization},
+              {"hypervisor", e.hypervisor},
+              {"pti", e.pti},
+              {"syscall_ns", e.syscall_ns},
+              {"machine_summary", e.machine_summary},
               {"clocksource", e.clocksource},
               {"signal_cost_features", e.signal_cost_features},
               {"min_signal_stack_bytes", e.min_signal_stack},
               {"mitigations", e.mitigations},
               {"preemption", e.preemption},
               {"load_average", e.load_average},
+              {"load_average_after", e.load_average_after},
               {"root", e.root},
               {"tsc_invariant", e.tsc_invariant},
               {"tsc_ghz", e.tsc_ghz},
@@ -228,6 +232,8 @@ void print_table(const RunResults& results, std::ostream& out) {
       "AT_MINSIGSTKSZ {} B · build {}\n",
       e.interval_clock, e.interval_clock == "tsc" ? e.tsc_read_ns : e.monotonic_read_ns,
       e.monotonic_read_ns, e.min_signal_stack, e.build_type);
+  out << "machine: " << e.machine_summary << " · load " << e.load_average << " → "
+      << e.load_average_after << "\n";
   out << "Absolute times are for this machine only; the ratios are what travels. p50 spread = "
          "min/median/max of each repetition's p50.\n";
   std::string group;
@@ -269,8 +275,8 @@ void print_table(const RunResults& results, std::ostream& out) {
                        "published", "ours/pub", "source of the published figure");
     for (const auto& r : results.ratios) {
       const Ratio& ratio = *r.ratio;
-      const std::string ours = r.available ? fmt::format("{:.3g}x", r.value) : "n/a";
-      const std::string pub = ratio.reference > 0 ? fmt::format("{:.4g}x", ratio.reference) : "-";
+      const std::string ours = r.available ? format_ratio(r.value) : "n/a";
+      const std::string pub = ratio.reference > 0 ? format_ratio(ratio.reference) : "-";
       const std::string vs =
           r.available && ratio.reference > 0 ? fmt::format("{:.2f}", r.versus_reference) : "-";
       out << fmt::format("  {:<38} {:>10} {:>10} {:>8}  {}\n", ratio.name, ours, pub, vs,

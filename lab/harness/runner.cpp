@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <fstream>
+
+#include "lab/common/time.h"
 
 namespace doorbell::lab {
 
@@ -72,19 +75,6 @@ const ScenarioResult* RunResults::find(const std::string& name) const {
 
 namespace {
 
-// Restores the calling thread's affinity after a scenario pinned it.
-class AffinityGuard {
- public:
-  AffinityGuard() { saved_ok_ = sched_getaffinity(0, sizeof saved_, &saved_) == 0; }
-  ~AffinityGuard() {
-    if (saved_ok_) sched_setaffinity(0, sizeof saved_, &saved_);
-  }
-
- private:
-  cpu_set_t saved_;
-  bool saved_ok_ = false;
-};
-
 class Progress {
  public:
   explicit Progress(bool enabled) : enabled_(enabled && ::isatty(STDERR_FILENO)) {}
@@ -116,7 +106,7 @@ ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
   const int repetitions = std::max(1, options.repetitions);
   std::vector<Repetition> reps;
   try {
-    AffinityGuard affinity;
+    AffinityGuard affinity;  // a scenario may pin this thread; undo it
     {
       Repetition warm;
       Context ctx(options.quick, true, -1, budget, samples, scenario.pinning, warm);
@@ -228,6 +218,10 @@ RunResults run_scenarios(const RunOptions& options, const std::vector<const Scen
   }
   progress.clear();
   results.wall_s = static_cast<double>(monotonic_ns() - start) / 1e9;
+  {
+    std::ifstream loadavg("/proc/loadavg");
+    std::getline(loadavg, results.environment.load_average_after);
+  }
   results.ratios = compute_ratios(results.scenarios);
   return results;
 }

@@ -32,23 +32,22 @@ Context::Context(bool quick, bool warmup, int repetition, double budget_s, std::
       deadline_ns_(monotonic_ns() + static_cast<uint64_t>(budget_s * 1e9)),
       out_(out) {}
 
-void Context::pin_thread(int role) {
-  if (pinning_ == Pinning::none) return;
+int Context::cpu_for_role(int role) const {
+  if (pinning_ == Pinning::none) return -1;
   const std::vector<int> cpus = allowed_cpus();
-  if (cpus.empty()) return;
-  int cpu = cpus[0];
-  if (pinning_ == Pinning::other_core && role > 0) {
-    if (cpus.size() < 2) {
-      note("other-core pinning impossible: this process may use one CPU; both roles share it");
-    } else {
-      cpu = cpus[1 + (role - 1) % (cpus.size() - 1)];
-    }
-  }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+  if (cpus.empty()) return -1;
+  if (pinning_ == Pinning::other_core && role > 0 && cpus.size() > 1)
+    return cpus[1 + (role - 1) % (cpus.size() - 1)];
+  return cpus[0];
+}
+
+void Context::pin_thread(int role) {
+  const int cpu = cpu_for_role(role);
+  if (cpu < 0) return;
+  if (pinning_ == Pinning::other_core && role > 0 && allowed_cpus().size() < 2)
+    note("other-core pinning impossible: this process may use one CPU; both roles share it");
   // Pinning is best effort: a cpuset may forbid it, and the note says so.
-  if (sched_setaffinity(0, sizeof set, &set) != 0) note("sched_setaffinity failed: not pinned");
+  if (!pin_to_cpu(cpu)) note("sched_setaffinity failed: not pinned");
 }
 
 void Context::raw_sample(const std::string& metric, double ns) {
@@ -119,6 +118,14 @@ std::vector<int> allowed_cpus() {
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
     if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
   return cpus;
+}
+
+bool pin_to_cpu(int cpu) noexcept {
+  if (cpu < 0) return true;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
 }  // namespace doorbell::lab

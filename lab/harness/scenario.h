@@ -90,6 +90,12 @@ class Context {
   // use only one CPU (then other_core is noted as impossible once).
   void pin_thread(int role);
 
+  // The CPU pin_thread(role) would choose now, or -1 for Pinning::none or no
+  // allowed CPU. For a role that runs in a forked child: read it before this
+  // thread is pinned, since the child inherits its parent's affinity; the
+  // child then calls pin_to_cpu().
+  int cpu_for_role(int role) const;
+
   // The distribution named `name` ("latency" is the scenario's primary one
   // unless it says otherwise).
   Histogram& metric(const std::string& name = "latency") { return out_.metrics[name]; }
@@ -181,5 +187,9 @@ bool glob_match(const std::string& pattern, const std::string& text);
 
 // The CPUs this process may run on (sched_getaffinity).
 std::vector<int> allowed_cpus();
+
+// Pins the calling thread to `cpu` (nothing for cpu < 0). Best effort: false
+// when the kernel refused (a cpuset may forbid it).
+bool pin_to_cpu(int cpu) noexcept;
 
 }  // namespace doorbell::lab

@@ -7,12 +7,22 @@
 // the named thread's private list and wakes that thread. Here the sending
 // thread (the caller) blocks SIGUSR2 and N threads sleep in poll() with it
 // unblocked, so every signal is handled by one of them.
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <set>
 #include <string>
 
+#include "lab/common/costs_probes.h"
+#include "lab/common/signal_scope.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
-#include "lab/scenarios/costs_probes.h"
+#include "sys/error.h"
+#include "sys/proc.h"
+#include "sys/tgkill.h"
 
 namespace doorbell::lab {
 namespace {
@@ -26,15 +36,15 @@ std::atomic<pid_t> g_recv_tid{0};
 std::atomic<uint64_t> g_recv_count{0};
 
 void directed_handler(int, siginfo_t*, void*) {
-  g_recv_ns.store(costs::now_ns(), std::memory_order_relaxed);
-  g_recv_tid.store(costs::gettid_raw(), std::memory_order_relaxed);
+  g_recv_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  g_recv_tid.store(sys::current_tid(), std::memory_order_relaxed);
   // Release: the sender reads the time and tid after seeing the count change.
   g_recv_count.fetch_add(1, std::memory_order_release);
 }
 
 void run_directed(Context& ctx, bool thread_directed, int threads) {
-  costs::ScopedThreadMask block(SIG_BLOCK, {kSignal});
-  costs::ScopedHandler handler(kSignal, &directed_handler, SA_RESTART);
+  ScopedMask block(SIG_BLOCK, {kSignal});
+  ScopedDisposition handler(kSignal, &directed_handler, SA_RESTART);
   costs::SleepingThreads group(threads, kSignal);
   const pid_t pid = getpid();
   const pid_t target = group.tids().back();
@@ -47,20 +57,22 @@ void run_directed(Context& ctx, bool thread_directed, int threads) {
   // Creating the threads may eat the repetition's budget on a loaded machine
   // or with many threads: take at least kMinSamples anyway, within 2 s.
   constexpr std::size_t kMinSamples = 10;
-  const uint64_t hard_stop = costs::now_ns() + 2000000000u;
-  while (ctx.keep_going(n) || (n < kMinSamples && costs::now_ns() < hard_stop)) {
+  const uint64_t hard_stop = monotonic_ns() + 2000000000u;
+  while (ctx.keep_going(n) || (n < kMinSamples && monotonic_ns() < hard_stop)) {
     const uint64_t before = g_recv_count.load(std::memory_order_acquire);
-    const uint64_t t0 = costs::now_ns();
+    const uint64_t t0 = monotonic_ns();
     const uint64_t s0 = clock.read();
-    const int rc = thread_directed ? costs::tgkill_raw(pid, target, kSignal) : kill(pid, kSignal);
+    // 0 or -errno, like sys::tgkill.
+    const int rc = thread_directed ? sys::tgkill(pid, target, kSignal)
+                                   : (kill(pid, kSignal) == 0 ? 0 : -errno);
     const uint64_t s1 = clock.read();
-    if (rc != 0) sys::fatal(thread_directed ? "tgkill" : "kill", errno);
+    if (rc != 0) sys::fatal(thread_directed ? "tgkill" : "kill", -rc);
     ++sent;
     send.record(clock.to_ns(s1 - s0));
     const uint64_t give_up = t0 + 100000000u;  // 100 ms
     uint64_t count = before;
     while ((count = g_recv_count.load(std::memory_order_acquire)) == before &&
-           costs::now_ns() < give_up) {
+           monotonic_ns() < give_up) {
       // Spin briefly, then give the CPU to the receiver (2 CPUs are common).
       for (int i = 0; i < 64; ++i) asm volatile("" ::: "memory");
       sched_yield();
@@ -79,7 +91,7 @@ void run_directed(Context& ctx, bool thread_directed, int threads) {
     ++n;
   }
   group.stop();
-  const long leftover = costs::drain_pending(kSignal);
+  const long leftover = drain_pending(kSignal);
   ctx.counter("threads", threads);
   ctx.counter("sent", static_cast<double>(sent));
   ctx.counter("delivered", static_cast<double>(delivered));

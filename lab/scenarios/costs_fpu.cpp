@@ -13,11 +13,21 @@
 // Each sample: set the state (outside the timing), check XINUSE where the CPU
 // reports it, then time tgkill(self) to return; the handler runs before it
 // returns, so the sample is send + frame + handler + sigreturn.
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <string>
 
+#include "lab/common/costs_probes.h"
+#include "lab/common/signal_scope.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
-#include "lab/scenarios/costs_probes.h"
+#include "sys/error.h"
+#include "sys/proc.h"
+#include "sys/tgkill.h"
 
 namespace doorbell::lab {
 namespace {
@@ -69,12 +79,12 @@ void run_self_signal(Context& ctx, costs::VectorState state, bool handler_avx512
   const auto& s = support();
   const auto& clock = IntervalClock::get();
   const int signo = deliver ? SIGUSR1 : 0;
-  costs::ScopedHandler handler(SIGUSR1, &fpu_handler, 0);
-  costs::ScopedThreadMask unblock(SIG_UNBLOCK, {SIGUSR1});
+  ScopedDisposition handler(SIGUSR1, &fpu_handler, 0);
+  ScopedMask unblock(SIG_UNBLOCK, {SIGUSR1});
   g_touch_avx512 = handler_avx512;
   const uint64_t handled_before = g_handled.load(std::memory_order_relaxed);
   const pid_t pid = getpid();
-  const pid_t tid = costs::gettid_raw();
+  const pid_t tid = sys::current_tid();
   const bool verify = s.xgetbv1;
   const uint64_t expected = costs::vector_state_bits(state);
   Histogram& h = ctx.metric();
@@ -84,9 +94,9 @@ void run_self_signal(Context& ctx, costs::VectorState state, bool handler_avx512
     costs::set_vector_state(s, state);
     if (verify && (costs::xinuse() & costs::kXstateManaged) != expected) ++mismatches;
     const uint64_t t0 = clock.read();
-    const int rc = costs::tgkill_raw(pid, tid, signo);
+    const int rc = sys::tgkill(pid, tid, signo);
     const uint64_t t1 = clock.read();
-    if (rc != 0) sys::fatal("tgkill to self", errno);
+    if (rc != 0) sys::fatal("tgkill to self", -rc);
     h.record(clock.to_ns(t1 - t0));
     ++n;
   }

@@ -15,13 +15,24 @@
 //    wake-ups counted.
 #include <sys/eventfd.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <thread>
 
+#include "lab/common/costs_probes.h"
+#include "lab/common/signal_scope.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
-#include "lab/scenarios/costs_probes.h"
+#include "sys/error.h"
 #include "sys/fd.h"
+#include "sys/proc.h"
+#include "sys/tgkill.h"
 
 namespace doorbell::lab {
 namespace {
@@ -42,9 +53,9 @@ int rt_signal() {
 void run_burst(Context& ctx, bool realtime, int burst) {
   const int signo = realtime ? rt_signal() : SIGUSR1;
   const auto& clock = IntervalClock::get();
-  costs::ScopedHandler handler(signo, &counting_handler, 0);
+  ScopedDisposition handler(signo, &counting_handler, 0);
   const pid_t pid = getpid();
-  const pid_t tid = costs::gettid_raw();
+  const pid_t tid = sys::current_tid();
   Histogram& send = ctx.metric();
   Histogram& drain = ctx.metric("drain_per_delivered");
   uint64_t sent = 0, delivered = 0, eagain = 0, rounds = 0;
@@ -54,13 +65,13 @@ void run_burst(Context& ctx, bool realtime, int burst) {
     const uint64_t before = g_handled.load(std::memory_order_relaxed);
     uint64_t t_drain0 = 0;
     {
-      costs::ScopedThreadMask block(SIG_BLOCK, {signo});
+      ScopedMask block(SIG_BLOCK, {signo});
       for (int i = 0; i < burst; ++i) {
         const uint64_t t0 = clock.read();
-        const int rc = costs::tgkill_raw(pid, tid, signo);
+        const int rc = sys::tgkill(pid, tid, signo);
         const uint64_t t1 = clock.read();
         if (rc != 0) {
-          if (errno != EAGAIN) sys::fatal("tgkill to self", errno);
+          if (rc != -EAGAIN) sys::fatal("tgkill to self", -rc);
           ++eagain;  // RLIMIT_SIGPENDING reached: the signal is lost to this sender
           continue;
         }
@@ -172,7 +183,7 @@ void run_stream(Context& ctx, bool use_eventfd) {
   const auto& clock = IntervalClock::get();
   // Blocked here before the receiver starts, so it inherits the mask and
   // sigwaitinfo() can take the signal; no handler is involved.
-  costs::ScopedThreadMask block(SIG_BLOCK, {signo});
+  ScopedMask block(SIG_BLOCK, {signo});
   sys::UniqueFd efd;
   if (use_eventfd) {
     efd.reset(eventfd(0, EFD_CLOEXEC));
@@ -183,7 +194,7 @@ void run_stream(Context& ctx, bool use_eventfd) {
   std::atomic<bool> stop{false};
   std::atomic<pid_t> receiver_tid{0};
   std::thread receiver([&] {
-    receiver_tid.store(costs::gettid_raw(), std::memory_order_release);
+    receiver_tid.store(sys::current_tid(), std::memory_order_release);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, signo);
@@ -219,13 +230,13 @@ void run_stream(Context& ctx, bool use_eventfd) {
       const uint64_t one = 1;
       return write(efd.get(), &one, sizeof one) == sizeof one;
     }
-    return costs::tgkill_raw(pid, rtid, signo) == 0;
+    return sys::tgkill(pid, rtid, signo) == 0;
   };
 
   Histogram& h = ctx.metric();
   uint64_t sent = 0, failed = 0, stalled = 0;
   std::size_t n = 0;
-  const uint64_t start = costs::now_ns();
+  const uint64_t start = monotonic_ns();
   while (ctx.keep_going(n)) {
     const uint64_t t0 = clock.read();
     for (int i = 0; i < kStreamBatch; ++i) {
@@ -234,20 +245,20 @@ void run_stream(Context& ctx, bool use_eventfd) {
       else
         ++failed;
     }
-    const uint64_t give_up = costs::now_ns() + 100000000u;
-    while (consumed.load(std::memory_order_acquire) < sent && costs::now_ns() < give_up)
+    const uint64_t give_up = monotonic_ns() + 100000000u;
+    while (consumed.load(std::memory_order_acquire) < sent && monotonic_ns() < give_up)
       sched_yield();
     const uint64_t t1 = clock.read();
     if (consumed.load(std::memory_order_acquire) < sent) ++stalled;
     h.record(clock.to_ns(t1 - t0) / kStreamBatch);
     n += kStreamBatch;
   }
-  const double wall_s = static_cast<double>(costs::now_ns() - start) / 1e9;
+  const double wall_s = static_cast<double>(monotonic_ns() - start) / 1e9;
   stop.store(true, std::memory_order_release);
   // Wake the receiver once more so it sees stop.
   if (!notify()) sys::fatal("final notification", errno);
   receiver.join();
-  if (!use_eventfd) costs::drain_pending(signo);
+  if (!use_eventfd) drain_pending(signo);
   const uint64_t total_consumed = consumed.load();
   ctx.counter("sent", static_cast<double>(sent));
   ctx.counter("delivered", static_cast<double>(wakeups.load()) - 1);  // minus the final one

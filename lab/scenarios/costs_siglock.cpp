@@ -12,13 +12,21 @@
 // With traffic=on, the caller's thread (which blocks SIGUSR2) sends SIGUSR2 to
 // the process with kill(), waits until a handler ran, and sends the next: a
 // closed loop, so every signal is delivered and none merges.
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "lab/common/costs_probes.h"
+#include "lab/common/signal_scope.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
-#include "lab/scenarios/costs_probes.h"
+#include "sys/error.h"
 #include "sys/futex.h"
 
 namespace doorbell::lab {
@@ -39,7 +47,7 @@ thread_local volatile sig_atomic_t t_in_critical = 0;
 thread_local volatile sig_atomic_t t_work_pending = 0;
 
 void do_work() noexcept {
-  g_work_ns.store(costs::now_ns(), std::memory_order_relaxed);
+  g_work_ns.store(monotonic_ns(), std::memory_order_relaxed);
   // Release: the sender reads g_work_ns after seeing the count change.
   g_work_count.fetch_add(1, std::memory_order_release);
   // The sender sleeps rather than spins: with more busy workers than CPUs a
@@ -102,13 +110,13 @@ void worker_loop(Guard guard, const std::atomic<bool>& stop, Worker& out) {
 
 void run_siglock(Context& ctx, Guard guard, int threads, bool traffic) {
   // The caller blocks the traffic signal so that kill() must pick a worker.
-  costs::ScopedThreadMask block(SIG_BLOCK, {kTrafficSignal});
-  costs::ScopedHandler handler(kTrafficSignal, &traffic_handler, SA_RESTART);
+  ScopedMask block(SIG_BLOCK, {kTrafficSignal});
+  ScopedDisposition handler(kTrafficSignal, &traffic_handler, SA_RESTART);
   std::atomic<bool> stop{false};
   std::vector<Worker> workers(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
   const uint64_t deferred_before = g_deferred.load();
-  const uint64_t start = costs::now_ns();
+  const uint64_t start = monotonic_ns();
   for (int i = 0; i < threads; ++i)
     pool.emplace_back(worker_loop, guard, std::cref(stop),
                       std::ref(workers[static_cast<std::size_t>(i)]));
@@ -124,7 +132,7 @@ void run_siglock(Context& ctx, Guard guard, int threads, bool traffic) {
       continue;
     }
     const uint32_t before = g_work_count.load(std::memory_order_acquire);
-    const uint64_t t0 = costs::now_ns();
+    const uint64_t t0 = monotonic_ns();
     if (kill(getpid(), kTrafficSignal) != 0) sys::fatal("kill", errno);
     ++sent;
     const timespec give_up = to_timespec(t0 + 100000000u);  // 100 ms
@@ -144,10 +152,10 @@ void run_siglock(Context& ctx, Guard guard, int threads, bool traffic) {
   }
   stop.store(true, std::memory_order_relaxed);
   for (auto& t : pool) t.join();
-  const double wall_s = static_cast<double>(costs::now_ns() - start) / 1e9;
+  const double wall_s = static_cast<double>(monotonic_ns() - start) / 1e9;
   // A signal still pending (sent after the workers blocked it) goes away here,
   // before the disposition is restored.
-  const long leftover = costs::drain_pending(kTrafficSignal);
+  const long leftover = drain_pending(kTrafficSignal);
 
   uint64_t ops = 0;
   Histogram& h = ctx.metric();

@@ -23,13 +23,23 @@
 #include <sys/timerfd.h>
 
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstring>
 #include <optional>
 #include <string>
 
+#include "lab/common/costs_probes.h"
+#include "lab/common/signal_scope.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
-#include "lab/scenarios/costs_probes.h"
+#include "sys/error.h"
 #include "sys/fd.h"
+#include "sys/proc.h"
 
 namespace doorbell::lab {
 namespace {
@@ -57,19 +67,12 @@ std::atomic<uint64_t> g_tick_count{0};
 std::atomic<uint64_t> g_overruns{0};
 
 void tick_handler(int, siginfo_t* info, void*) {
-  g_tick_ns.store(costs::now_ns(), std::memory_order_relaxed);
+  g_tick_ns.store(monotonic_ns(), std::memory_order_relaxed);
   if (info->si_code == SI_TIMER && info->si_overrun > 0)
     g_overruns.fetch_add(static_cast<uint64_t>(info->si_overrun), std::memory_order_relaxed);
   // Release: the waiting thread reads g_tick_ns after seeing the count change.
   g_tick_count.fetch_add(1, std::memory_order_release);
 }
-
-// Takes what is left pending of a blocked signal when the timer is gone, so
-// the disposition can be restored without running a default action.
-struct DrainOnExit {
-  int signo;
-  ~DrainOnExit() { costs::drain_pending(signo); }
-};
 
 class PosixTimer {
  public:
@@ -78,7 +81,7 @@ class PosixTimer {
     std::memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = signo;
-    sev._sigev_un._tid = costs::gettid_raw();
+    sev._sigev_un._tid = sys::current_tid();
     if (timer_create(CLOCK_MONOTONIC, &sev, &id_) != 0) sys::throw_errno("timer_create");
   }
   ~PosixTimer() { timer_delete(id_); }
@@ -102,7 +105,9 @@ class ScopedTimerSlack {
 };
 
 uint64_t thread_cpu_ns() noexcept {
-  return costs::now_ns(CLOCK_THREAD_CPUTIME_ID);
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 uint64_t rusage_ns(const timeval& tv) {
@@ -123,9 +128,9 @@ void run_timer(Context& ctx, Method method, long rate_hz, long slack_ns) {
   const bool uses_signal = method == Method::setitimer || method == Method::posix_timer;
   // Guards in order of construction; destruction undoes them in reverse:
   // timer gone, leftovers drained, disposition restored, mask restored.
-  std::optional<costs::ScopedThreadMask> mask;
-  std::optional<costs::ScopedHandler> handler;
-  std::optional<DrainOnExit> drain;
+  std::optional<ScopedMask> mask;
+  std::optional<ScopedDisposition> handler;
+  std::optional<ScopedDrain> drain;  // leftovers taken before the disposition returns
   std::optional<costs::ScopedRealItimer> itimer;
   std::optional<PosixTimer> posix;
   std::optional<ScopedTimerSlack> slack;
@@ -134,7 +139,7 @@ void run_timer(Context& ctx, Method method, long rate_hz, long slack_ns) {
   if (uses_signal) {
     mask.emplace(SIG_BLOCK, std::initializer_list<int>{signo});
     handler.emplace(signo, &tick_handler, SA_RESTART);
-    drain.emplace(DrainOnExit{signo});
+    drain.emplace(signo);
     pthread_sigmask(SIG_SETMASK, nullptr, &wait_mask);
     sigdelset(&wait_mask, signo);
   }
@@ -149,13 +154,13 @@ void run_timer(Context& ctx, Method method, long rate_hz, long slack_ns) {
       itimer.emplace();
       const itimerval it{{0, static_cast<suseconds_t>(period / 1000)},
                          {0, static_cast<suseconds_t>(period / 1000)}};
-      grid.origin = costs::now_ns();
+      grid.origin = monotonic_ns();
       if (setitimer(ITIMER_REAL, &it, nullptr) != 0) sys::throw_errno("setitimer");
       break;
     }
     case Method::posix_timer: {
       posix.emplace(signo);
-      grid.origin = costs::now_ns() + period;
+      grid.origin = monotonic_ns() + period;
       const itimerspec its{to_timespec(period), to_timespec(grid.origin)};
       if (timer_settime(posix->id(), TIMER_ABSTIME, &its, nullptr) != 0)
         sys::throw_errno("timer_settime");
@@ -169,14 +174,14 @@ void run_timer(Context& ctx, Method method, long rate_hz, long slack_ns) {
       epoll_event ev{};
       ev.events = EPOLLIN;
       if (epoll_ctl(epfd.get(), EPOLL_CTL_ADD, tfd.get(), &ev) != 0) sys::throw_errno("epoll_ctl");
-      grid.origin = costs::now_ns() + period;
+      grid.origin = monotonic_ns() + period;
       const itimerspec its{to_timespec(period), to_timespec(grid.origin)};
       if (timerfd_settime(tfd.get(), TFD_TIMER_ABSTIME, &its, nullptr) != 0)
         sys::throw_errno("timerfd_settime");
       break;
     }
     case Method::clock_nanosleep:
-      grid.origin = costs::now_ns() + period;
+      grid.origin = monotonic_ns() + period;
       break;
   }
 
@@ -213,7 +218,7 @@ void run_timer(Context& ctx, Method method, long rate_hz, long slack_ns) {
         if (rc < 0 && errno != EINTR) sys::fatal("epoll_wait", errno);
         continue;
       }
-      wake = costs::now_ns();
+      wake = monotonic_ns();
       uint64_t expirations = 0;
       if (read(tfd.get(), &expirations, sizeof expirations) == sizeof expirations &&
           expirations > 1)
@@ -226,7 +231,7 @@ void run_timer(Context& ctx, Method method, long rate_hz, long slack_ns) {
         rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
       } while (rc == EINTR);
       if (rc != 0) sys::fatal("clock_nanosleep", rc);
-      wake = costs::now_ns();
+      wake = monotonic_ns();
     }
     if (wake < grid.origin) continue;  // cannot happen with a monotonic clock
     const uint64_t k = (wake - grid.origin) / period;

@@ -58,6 +58,7 @@
 
 #include "doorbell/signal_receiver.h"
 #include "doorbell/thread_broadcast.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "lab/scenarios/e2e_trace.h"
 #include "sys/error.h"
@@ -125,12 +126,6 @@ void spin(int iterations) {
   // intercepted. (Sanitizer builds only: timings there mean nothing anyway.)
   (void)monotonic_ns();
 #endif
-}
-
-void sleep_ns(uint64_t ns) {
-  timespec ts{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
-  while (::clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
-  }
 }
 
 // ---------------------------------------------------------------- the target
@@ -410,7 +405,7 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
     ctx.note("no tracepoints (" + why_not +
              "): 'delay' is handler entry - send return (delay and recv together); no 'recv'");
   else if (trace->mounted_by_us())
-    ctx.note("mounted tracefs on /sys/kernel/tracing (left mounted)");
+    ctx.note("tracefs was not mounted: mounted it privately (the system's mounts are unchanged)");
 
   // The sending window is the repetition's budget, counted from the
   // sender's start: the set-up (fork, K threads, tracing) is not a sample

@@ -4,15 +4,15 @@
 // mono, the same clock as CLOCK_MONOTONIC), then hands the events back
 // sorted by time, so the scenario can find when each target thread got a CPU.
 //
-// Not on the library: tracing is a lab concern. Needs root and tracefs; it
-// mounts tracefs on /sys/kernel/tracing when it is absent (and leaves it
-// mounted: mounting is harmless and other tools may use it meanwhile). One
-// instance per lab process (doorbell_e2e_<pid>), created on first use and
+// Not on the library: tracing is a lab concern. Needs root and tracefs,
+// through the one binding (src/sys/tracefs.h): tracefs where it is mounted,
+// else mounted privately; the system's mount table never changes. One
+// instance per lab process (doorbell-e2e-<pid>), created on first use and
 // removed at exit; tracing is on only while a SignalTrace exists, and the
 // events are disabled 1.5 s after the last one ends (enabling them costs
 // 0.2-0.4 s of kernel text patching, too slow per repetition).
 // An instance left by a lab process that was killed is removed by the next
-// one.
+// one (the binding's stale-instance cleaner).
 #pragma once
 
 #include <sys/types.h>
@@ -21,8 +21,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-struct tracefs_instance;  // libtracefs, global namespace
 
 namespace doorbell::lab::e2e {
 
@@ -50,11 +48,11 @@ class SignalTrace {
 
   // Stops recording and returns the events of the given threads, by time.
   std::vector<TraceEvent> stop_and_collect(const std::vector<pid_t>& tids);
+  // tracefs was not mounted here and the binding mounted it privately.
   bool mounted_by_us() const noexcept { return mounted_by_us_; }
 
  private:
   SignalTrace() = default;
-  ::tracefs_instance* instance_ = nullptr;
   bool mounted_by_us_ = false;
 };
 

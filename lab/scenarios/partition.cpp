@@ -37,7 +37,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,6 +50,7 @@
 #include "doorbell/cgroup_freezer.h"
 #include "doorbell/partition.h"
 #include "doorbell/thread_broadcast.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "partition_guardian.h"
 #include "sys/error.h"
@@ -92,12 +92,6 @@ class FifoScope {
   int old_policy_ = SCHED_OTHER;
   sched_param old_param_{};
 };
-
-void sleep_ns(int64_t ns) {
-  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-  while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
 
 // --- (a) stop latency --------------------------------------------------------
 
@@ -181,7 +175,7 @@ void run_stop_latency(Context& ctx, int threads, StopMethod method) {
   std::size_t n = 0;
   std::size_t never = 0;
   while (ctx.keep_going(n)) {
-    sleep_ns(1'000'000 + static_cast<int64_t>(random() % 2'000'000));
+    sleep_ns(1'000'000 + static_cast<uint64_t>(random() % 2'000'000));
     const uint64_t t0 = monotonic_ns();
     bool stopped = false;
     if (method == StopMethod::kill || method == StopMethod::every_thread) {

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "lab/scenarios/ratelimit_designs.h"
 
@@ -86,12 +87,6 @@ uint64_t coarse_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-void sleep_ns(uint64_t ns) {
-  timespec ts{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
-  }
 }
 
 // Runs `threads` workers calling design.call(now) after `iterations` steps of

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "doorbell/rate_limiter.h"
+#include "lab/common/time.h"
 
 namespace doorbell::ratelimit_lab {
 
@@ -50,11 +51,7 @@ struct Decision {
   uint64_t window;  // generation (begin-anchored) or window number (ours)
 };
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
+using lab::cpu_relax;
 
 // Start times of begin-anchored windows, by generation.
 class WindowLog {

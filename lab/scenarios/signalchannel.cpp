@@ -41,6 +41,7 @@
 
 #include "doorbell/event_loop.h"
 #include "doorbell/signal_channel.h"
+#include "lab/common/signal_scope.h"
 #include "lab/harness/scenario.h"
 #include "sys/error.h"
 
@@ -115,30 +116,34 @@ void raw_handler(int, siginfo_t* info, void*) {
   errno = saved;
 }
 
-// Saves the disposition of signo and the calling thread's mask; restores
-// both, after draining what is still pending (so nothing fires late).
+struct sigaction current_disposition(int signo) {
+  struct sigaction action;
+  if (::sigaction(signo, nullptr, &action) != 0) sys::throw_errno("sigaction");
+  return action;
+}
+
+// Saves the disposition of signo and the calling thread's mask, which the
+// method set up inside changes; restores both, after draining what is still
+// pending with the signal blocked (so nothing fires late).
 class SignalStateGuard {
  public:
-  explicit SignalStateGuard(int signo) : signo_(signo) {
-    if (::sigaction(signo, nullptr, &action_) != 0) sys::throw_errno("sigaction");
-    pthread_sigmask(SIG_SETMASK, nullptr, &mask_);
-  }
+  explicit SignalStateGuard(int signo)
+      : signo_(signo),
+        mask_(SIG_BLOCK, std::initializer_list<int>{}),     // blocks nothing: saves
+        disposition_(signo, current_disposition(signo)) {}  // installs the same: saves
   ~SignalStateGuard() {
+    // Blocked until mask_ restores the saved mask, after disposition_.
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, signo_);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    const timespec zero{0, 0};
-    while (::sigtimedwait(&set, nullptr, &zero) == signo_) {
-    }
-    ::sigaction(signo_, &action_, nullptr);
-    pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
+    drain_pending(signo_);
   }
 
  private:
   int signo_;
-  struct sigaction action_;
-  sigset_t mask_;
+  ScopedMask mask_;
+  ScopedDisposition disposition_;
 };
 
 // One method's receiver: set up on construction (main thread), run() on the

@@ -6,7 +6,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,46 +16,20 @@
 
 #include "doorbell/bell.h"
 #include "doorbell/ring.h"
+#include "lab/common/signal_scope.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "lab/scenarios/wakeup_channels.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/futex.h"
+#include "sys/proc.h"
 
 namespace doorbell::lab {
 namespace {
 
 using wakeup::Channel;
 using wakeup::Where;
-
-// Restores the calling thread's CPU affinity on scope exit (pin_thread
-// changes it for the measuring thread).
-class AffinityGuard {
- public:
-  AffinityGuard() { ok_ = sched_getaffinity(0, sizeof set_, &set_) == 0; }
-  ~AffinityGuard() {
-    if (ok_) sched_setaffinity(0, sizeof set_, &set_);
-  }
-
- private:
-  cpu_set_t set_;
-  bool ok_;
-};
-
-// The CPU role 1 gets in a forked child, chosen like Context::pin_thread.
-int peer_cpu(const Context& ctx, const std::vector<int>& cpus) {
-  if (ctx.pinning() == Pinning::none || cpus.empty()) return -1;
-  if (ctx.pinning() == Pinning::other_core && cpus.size() > 1) return cpus[1];
-  return cpus[0];
-}
-
-void pin_self(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);
-}
 
 struct Control {
   std::atomic<uint32_t> stop{0};
@@ -99,10 +72,6 @@ void rtt_peer(Channel& forward, Channel& back, Control& control) {
   }
 }
 
-pid_t gettid_now() {
-  return static_cast<pid_t>(::syscall(SYS_gettid));
-}
-
 void run_rtt_threads(Context& ctx, const std::string& method) {
   AffinityGuard affinity;
   wakeup::MethodEnvironment env(method);
@@ -111,12 +80,12 @@ void run_rtt_threads(Context& ctx, const std::string& method) {
   auto back = wakeup::make_channel(method, Where::threads, 1, arena);
   Control control;
   back->attach_receiver();
-  back->set_target(::getpid(), gettid_now());
+  back->set_target(::getpid(), sys::current_tid());
   std::atomic<int> ready{0};
   std::thread peer([&] {
     ctx.pin_thread(1);
     forward->attach_receiver();
-    forward->set_target(::getpid(), gettid_now());
+    forward->set_target(::getpid(), sys::current_tid());
     ready.store(1, std::memory_order_release);
     rtt_peer(*forward, *back, control);
   });
@@ -136,14 +105,14 @@ void run_rtt_processes(Context& ctx, const std::string& method) {
   auto back = wakeup::make_channel(method, Where::processes, 1, arena);
   auto* control = new (arena.take(sizeof(Control))) Control();
   auto* ready = new (arena.take(sizeof(std::atomic<int>))) std::atomic<int>(0);
-  const int cpu = peer_cpu(ctx, allowed_cpus());
+  const int cpu = ctx.cpu_for_role(1);
   ctx.pin_thread(0);
   back->attach_receiver();
   back->set_target(::getpid(), ::getpid());
   const pid_t child = ::fork();
   if (child < 0) sys::throw_errno("fork");
   if (child == 0) {
-    pin_self(cpu);
+    pin_to_cpu(cpu);
     forward->attach_receiver();
     ready->store(1, std::memory_order_release);
     rtt_peer(*forward, *back, *control);
@@ -176,7 +145,7 @@ void run_throughput_threads(Context& ctx, const std::string& method) {
   std::thread receiver([&] {
     ctx.pin_thread(1);
     channel->attach_receiver();
-    channel->set_target(::getpid(), gettid_now());
+    channel->set_target(::getpid(), sys::current_tid());
     ready.store(1, std::memory_order_release);
     uint64_t delivered = 0;
     for (;;) {
@@ -263,29 +232,19 @@ void run_data(Context& ctx, bool use_ring) {
   void* ring_memory = arena.take(ring_bytes, 4096);
   Ring::create(ring_memory, ring_bytes, slots, 16);
   const int signo = SIGRTMIN + 2;
-  sigset_t set, old_mask;
+  sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, signo);
-  pthread_sigmask(SIG_BLOCK, &set, &old_mask);
-  struct Restore {
-    sigset_t mask;
-    int signo;
-    ~Restore() {
-      sigset_t s;
-      sigemptyset(&s);
-      sigaddset(&s, signo);
-      const timespec zero{0, 0};
-      while (sigtimedwait(&s, nullptr, &zero) > 0) {
-      }
-      pthread_sigmask(SIG_SETMASK, &mask, nullptr);
-    }
-  } restore{old_mask, signo};
-  const int cpu = peer_cpu(ctx, allowed_cpus());
+  // Blocked for the child's sigwaitinfo (it inherits the mask); on the way
+  // out, what is left pending is taken before the mask comes back.
+  ScopedMask block(SIG_BLOCK, set);
+  ScopedDrain drain(signo);
+  const int cpu = ctx.cpu_for_role(1);
   ctx.pin_thread(0);
   const pid_t child = ::fork();
   if (child < 0) sys::throw_errno("fork");
   if (child == 0) {
-    pin_self(cpu);
+    pin_to_cpu(cpu);
     Ring ring = Ring::attach(ring_memory, ring_bytes);
     shared->ready.store(1, std::memory_order_release);
     uint64_t expected = 0;

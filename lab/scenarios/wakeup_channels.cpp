@@ -8,7 +8,6 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,19 +23,15 @@
 #include "doorbell/bell.h"
 #include "doorbell/event_loop.h"
 #include "doorbell/event_notifier.h"
+#include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/futex.h"
+#include "sys/tgkill.h"
 
 namespace doorbell::lab::wakeup {
 namespace {
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#endif
-}
 
 void write_all(int fd, const void* data, size_t n, const char* what) {
   ssize_t rc;
@@ -292,9 +287,12 @@ class SignalChannel : public Channel {
   void send() override {
     // Thread-directed within a process (pthread_kill is tgkill), process-
     // directed across processes (kill).
-    const long rc =
-        where_ == Where::threads ? ::syscall(SYS_tgkill, pid_, tid_, signo_) : ::kill(pid_, signo_);
-    if (rc != 0) sys::fatal("signal send", errno);
+    if (where_ == Where::threads) {
+      const int rc = sys::tgkill(pid_, tid_, signo_);
+      if (rc != 0) sys::fatal("signal send", -rc);
+    } else if (::kill(pid_, signo_) != 0) {
+      sys::fatal("signal send", errno);
+    }
   }
   void recv() override {
     switch (how_) {
@@ -471,41 +469,23 @@ std::unique_ptr<Channel> make_channel(const std::string& method, Where where, in
 }
 
 MethodEnvironment::MethodEnvironment(const std::string& method) {
-  signals_ = method == "signal_handler" || method == "sigwaitinfo" || method == "signalfd";
-  handlers_ = method == "signal_handler";
-  if (!signals_) return;
+  if (method != "signal_handler" && method != "sigwaitinfo" && method != "signalfd") return;
   // Block both signals on this thread; peers started afterwards inherit it.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGUSR1);
-  sigaddset(&set, SIGUSR2);
-  pthread_sigmask(SIG_BLOCK, &set, &old_mask_);
-  if (handlers_) {
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGUSR1, &sa, &old_usr1_) != 0 || sigaction(SIGUSR2, &sa, &old_usr2_) != 0)
-      sys::throw_errno("sigaction");
+  blocked_.emplace(SIG_BLOCK, std::initializer_list<int>{SIGUSR1, SIGUSR2});
+  if (method == "signal_handler") {
+    usr1_.emplace(SIGUSR1, on_signal, 0);
+    usr2_.emplace(SIGUSR2, on_signal, 0);
     g_handled[0] = 0;
     g_handled[1] = 0;
   }
 }
 
 MethodEnvironment::~MethodEnvironment() {
-  if (!signals_) return;
-  // Drain what a stop message may have left pending, then restore.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGUSR1);
-  sigaddset(&set, SIGUSR2);
-  const timespec zero{0, 0};
-  while (sigtimedwait(&set, nullptr, &zero) > 0) {
-  }
-  if (handlers_) {
-    sigaction(SIGUSR1, &old_usr1_, nullptr);
-    sigaction(SIGUSR2, &old_usr2_, nullptr);
-  }
-  pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  if (!blocked_) return;
+  // Take what a stop message may have left pending; the members then
+  // restore the dispositions and the mask.
+  drain_pending(SIGUSR1);
+  drain_pending(SIGUSR2);
 }
 
 }  // namespace doorbell::lab::wakeup

@@ -10,8 +10,11 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "lab/common/signal_scope.h"
 
 namespace doorbell::lab::wakeup {
 
@@ -45,7 +48,8 @@ std::unique_ptr<Channel> make_channel(const std::string& method, Where where, in
                                       SharedArena& arena);
 
 // Process-wide set-up a method needs (blocked signals, handlers), restored
-// on destruction. Create it on the measuring thread before starting peers.
+// on destruction after what is left pending is taken. Create it on the
+// measuring thread before starting peers.
 class MethodEnvironment {
  public:
   explicit MethodEnvironment(const std::string& method);
@@ -54,10 +58,9 @@ class MethodEnvironment {
   MethodEnvironment& operator=(const MethodEnvironment&) = delete;
 
  private:
-  bool signals_ = false;
-  bool handlers_ = false;
-  sigset_t old_mask_;
-  struct sigaction old_usr1_, old_usr2_;
+  // Undone in reverse order: the handlers, then the mask.
+  std::optional<ScopedMask> blocked_;
+  std::optional<ScopedDisposition> usr1_, usr2_;
 };
 
 struct MethodInfo {

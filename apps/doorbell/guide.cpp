@@ -1,0 +1,65 @@
+// doorbell guide RESULTS.json GUIDE.md [--update]
+//
+// Checks the measured figures in the guide against a results file (the
+// markers and what they hold: lab/report/guide.h). Without --update: every
+// figure must read exactly what the results give (exit 1 and a list of
+// differences otherwise). With --update: rewrites the figures in place.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "apps/doorbell/command.h"
+#include "lab/harness/results_reader.h"
+#include "lab/report/guide.h"
+
+namespace doorbell::cli {
+namespace {
+
+struct GuideArgs {
+  std::string results;
+  std::string guide;
+  bool update = false;
+};
+
+const CommandRegistrar kGuide{
+    "guide", 45, [](CLI::App& app) {
+      auto args = std::make_shared<GuideArgs>();
+      auto* cmd = app.add_subcommand(
+          "guide", "Check (or --update) the measured figures in the guide against a results file");
+      cmd->add_option("results", args->results, "RESULTS.json")->required();
+      cmd->add_option("guide", args->guide, "the guide, e.g. docs/guide.md")->required();
+      cmd->add_flag("--update", args->update, "rewrite the figures from the results");
+      cmd->callback([args] {
+        lab::ResultsFile results;
+        try {
+          results = lab::read_results_file(args->results);
+        } catch (const lab::ResultsError& e) {
+          throw UsageError(std::string("guide: ") + e.what());
+        }
+        std::ifstream in(args->guide);
+        if (!in) throw UsageError("guide: cannot read " + args->guide);
+        std::stringstream buffer;
+        buffer << in.rdbuf();
+        const report::GuideCheck check = report::check_guide(buffer.str(), results);
+        if (args->update) {
+          std::ofstream o(args->guide, std::ios::trunc);
+          o << check.updated;
+          if (!o) throw std::runtime_error("cannot write " + args->guide);
+          std::cout << fmt::format("{}: {} figures, {} updated from {}\n", args->guide,
+                                   check.figures, check.differences.size(), args->results);
+          return;
+        }
+        for (const auto& d : check.differences) std::cerr << "doorbell guide: " << d << "\n";
+        std::cout << fmt::format("{}: {} figures, {} differ from {}\n", args->guide, check.figures,
+                                 check.differences.size(), args->results);
+        if (!check.differences.empty()) set_exit_code(1);
+      });
+    }};
+
+}  // namespace
+}  // namespace doorbell::cli

@@ -1,0 +1,61 @@
+#include "lab/report/guide.h"
+
+#include <cmath>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "lab/common/format.h"
+
+namespace doorbell::report {
+
+std::vector<GuideMarker> parse_guide_markers(std::string_view text) {
+  // The kind is a word ("p50", "p99.9", "ratio"), so a literal "<!--m:...-->" in
+  // prose (the guide explains its markers) never starts a marker.
+  static const std::regex marker(R"(<!--m:([a-z0-9.]+) ([^>]+?)-->(.*?)<!--/m-->)");
+  std::vector<GuideMarker> out;
+  using Iterator = std::regex_iterator<std::string_view::const_iterator>;
+  for (auto it = Iterator(text.begin(), text.end(), marker); it != Iterator(); ++it) {
+    const auto& m = *it;
+    out.push_back({m[1].str(), m[2].str(), m[3].str(), static_cast<std::size_t>(m.position(0)),
+                   static_cast<std::size_t>(m.length(0))});
+  }
+  return out;
+}
+
+std::string guide_figure(const lab::ResultsFile& results, const std::string& kind,
+                         const std::string& source) {
+  const char* const not_measured = "not measured";
+  if (kind == "ratio") {
+    for (const auto& r : results.ratios)
+      if (r.name == source && std::isfinite(r.value)) return lab::format_ratio(r.value);
+    return not_measured;
+  }
+  const lab::ScenarioRecord* s = results.find(source);
+  if (!s || !s->ok()) return not_measured;
+  const lab::MetricRecord* m = s->primary();
+  if (!m) return not_measured;
+  const double value = m->summary.statistic(kind);
+  if (!std::isfinite(value)) return not_measured;
+  return lab::format_duration(value);
+}
+
+GuideCheck check_guide(std::string_view text, const lab::ResultsFile& results) {
+  GuideCheck check;
+  std::size_t last = 0;
+  for (const auto& marker : parse_guide_markers(text)) {
+    ++check.figures;
+    const std::string want = guide_figure(results, marker.kind, marker.source);
+    if (marker.figure != want)
+      check.differences.push_back(
+          fmt::format("{} {}: the guide says \"{}\", the results give \"{}\"", marker.kind,
+                      marker.source, marker.figure, want));
+    check.updated += text.substr(last, marker.offset - last);
+    check.updated += "<!--m:" + marker.kind + " " + marker.source + "-->" + want + "<!--/m-->";
+    last = marker.offset + marker.length;
+  }
+  check.updated += text.substr(last);
+  return check;
+}
+
+}  // namespace doorbell::report

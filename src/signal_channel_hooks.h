@@ -1,0 +1,26 @@
+// Test seam of the handler mechanism (internal), in the spirit of
+// RateLimiter's Hooks::point: the places where another thread, a fork or
+// another library's sigaction() may act between two steps. A test installs
+// a hook to hold a thread at one of them, which turns a race with a tiny
+// window into a deterministic one. Production code installs none; each
+// point then costs one relaxed load of a null pointer.
+#pragma once
+
+namespace doorbell::detail {
+
+enum class SignalChannelRacePoint {
+  // In the handler, after it counted itself in g_active and before it read
+  // the channels. Runs inside a signal handler: the hook must be
+  // async-signal-safe.
+  handler_counted,
+  // In stop() of the last channel of a signal: the current disposition was
+  // read and is ours; the previous one is not restored yet.
+  stop_before_restore,
+};
+
+using SignalChannelHook = void (*)(SignalChannelRacePoint point, int signo) noexcept;
+
+// Installs `hook` (nullptr: none) for every channel of the process.
+void set_signal_channel_hook(SignalChannelHook hook) noexcept;
+
+}  // namespace doorbell::detail

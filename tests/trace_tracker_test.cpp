@@ -1,0 +1,189 @@
+// The tracker of `doorbell trace`, fed with synthetic events: no root, no
+// tracefs. Thread-to-process mapping reads the real /proc, so the events
+// name real threads of this test process (and one that has exited).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "lab/trace/tracker.h"
+
+namespace {
+
+using doorbell::lab::trace::DeliverEvent;
+using doorbell::lab::trace::GenerateEvent;
+using doorbell::lab::trace::Key;
+using doorbell::lab::trace::Pending;
+using doorbell::lab::trace::Tracker;
+
+// A pid that existed and is reaped: nothing has it now (barring reuse).
+pid_t exited_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+Pending nothing_pending(pid_t, int) {
+  return Pending{true, false, 0};
+}
+
+TEST(TraceTracker, CountsEachResultAndPairsDeliveriesFifo) {
+  const pid_t self = ::getpid();
+  Tracker tracker;
+  // Three queued SIGUSR1 at 1000, 2000, 3000 ns, one merged, one ignored,
+  // one failed; delivered at 1500, 4000, 9000 ns.
+  tracker.on_generate({1000, self, self, SIGUSR1, 0, "me"});
+  tracker.on_generate({2000, self, self, SIGUSR1, 0, "me"});
+  tracker.on_generate({2500, self, self, SIGUSR1, 2, "me"});
+  tracker.on_generate({2600, self, self, SIGUSR1, 1, "me"});
+  tracker.on_generate({2700, self, self, SIGUSR1, 3, "me"});
+  tracker.on_generate({3000, self, self, SIGUSR1, 4, "me"});
+  tracker.on_deliver({1500, self, SIGUSR1});
+  tracker.on_deliver({4000, self, SIGUSR1});
+  tracker.on_deliver({9000, self, SIGUSR1});
+  // A delivery with nothing queued: unpaired.
+  tracker.on_deliver({9500, self, SIGUSR1});
+
+  ASSERT_EQ(tracker.streams().size(), 1u);
+  const auto& s = tracker.streams().at(Key{self, SIGUSR1});
+  for (const auto* c : {&s.total, &s.interval}) {
+    EXPECT_EQ(c->generated, 6u);
+    EXPECT_EQ(c->queued, 3u);
+    EXPECT_EQ(c->coalesced, 1u);
+    EXPECT_EQ(c->ignored, 1u);
+    EXPECT_EQ(c->failed, 1u);
+    EXPECT_EQ(c->delivered, 4u);
+    EXPECT_EQ(c->unpaired, 1u);
+    // FIFO pairing: 1500-1000, 4000-2000, 9000-3000.
+    ASSERT_EQ(c->delay.count(), 3u);
+    EXPECT_NEAR(c->delay.min(), 500, 5);
+    EXPECT_NEAR(c->delay.max(), 6000, 60);
+    ASSERT_EQ(c->senders.size(), 1u);
+    EXPECT_EQ(c->senders.at(self).count, 6u);
+  }
+  EXPECT_EQ(s.comm, "me");
+  EXPECT_TRUE(s.queued_at.empty());
+}
+
+TEST(TraceTracker, ThreadsCountForTheirProcessAndExitedThreadsForThemselves) {
+  const pid_t self = ::getpid();
+  pid_t worker_tid = 0;
+  std::thread worker([&] { worker_tid = ::gettid(); });
+  worker.join();  // exited now: /proc no longer knows it
+  pid_t live_tid = 0;
+  bool done = false;
+  std::mutex m;
+  std::condition_variable cv;
+  std::thread live([&] {
+    std::unique_lock lock(m);
+    live_tid = ::gettid();
+    cv.notify_all();
+    cv.wait(lock, [&] { return done; });
+  });
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return live_tid != 0; });
+  }
+  Tracker tracker;
+  tracker.on_generate({10, self, live_tid, SIGUSR2, 0, "thread"});
+  tracker.on_deliver({20, live_tid, SIGUSR2});
+  const pid_t gone = exited_pid();
+  tracker.on_generate({30, gone, worker_tid, SIGUSR2, 0, "worker"});
+  {
+    std::lock_guard lock(m);
+    done = true;
+    cv.notify_all();
+  }
+  live.join();
+
+  ASSERT_TRUE(tracker.streams().count(Key{self, SIGUSR2}));
+  const auto& mine = tracker.streams().at(Key{self, SIGUSR2});
+  EXPECT_EQ(mine.total.generated, 1u);
+  EXPECT_EQ(mine.total.delivered, 1u);
+  EXPECT_EQ(mine.total.delay.count(), 1u);
+  // The exited thread is its own process; its sender shows as "exited".
+  if (worker_tid != live_tid && worker_tid != self) {
+    ASSERT_TRUE(tracker.streams().count(Key{worker_tid, SIGUSR2}));
+    const auto& orphan = tracker.streams().at(Key{worker_tid, SIGUSR2});
+    EXPECT_EQ(orphan.total.generated, 1u);
+    EXPECT_EQ(orphan.total.senders.at(gone).comm, "exited");
+  }
+  EXPECT_EQ(tracker.comm_of(0), "kernel");
+  EXPECT_EQ(tracker.tgid_of(0), 0);
+}
+
+TEST(TraceTracker, OnlyKeepsTheChosenProcess) {
+  const pid_t self = ::getpid();
+  const pid_t other = exited_pid();
+  Tracker tracker(self);
+  tracker.on_generate({1, self, other, SIGUSR1, 0, "other"});
+  tracker.on_deliver({2, other, SIGUSR1});
+  EXPECT_TRUE(tracker.streams().empty());
+  tracker.on_generate({3, other, self, SIGUSR1, 0, "me"});
+  EXPECT_EQ(tracker.streams().size(), 1u);
+}
+
+TEST(TraceTracker, EndIntervalKeepsTotalsAndTheQueue) {
+  const pid_t self = ::getpid();
+  Tracker tracker;
+  tracker.on_generate({100, self, self, SIGUSR1, 0, "me"});
+  tracker.end_interval();
+  tracker.on_deliver({350, self, SIGUSR1});
+  const auto& s = tracker.streams().at(Key{self, SIGUSR1});
+  EXPECT_EQ(s.interval.generated, 0u);
+  EXPECT_EQ(s.interval.delivered, 1u);
+  EXPECT_EQ(s.interval.unpaired, 0u);  // paired with the generate of the last interval
+  EXPECT_EQ(s.total.generated, 1u);
+  EXPECT_EQ(s.total.delivered, 1u);
+  EXPECT_NEAR(s.total.delay.max(), 250, 3);
+}
+
+TEST(TraceTracker, JsonRowAndTableSayWhatWasCounted) {
+  const pid_t self = ::getpid();
+  Tracker tracker;
+  for (int i = 0; i < 3000; ++i) {
+    tracker.on_generate({uint64_t(i) * 1000, self, self, SIGUSR1, 0, "busy"});
+    tracker.on_deliver({uint64_t(i) * 1000 + 3100, self, SIGUSR1});
+  }
+  tracker.on_generate({5, self, self, SIGRTMIN, 0, "busy"});
+  auto rows = doorbell::lab::trace::rows_of(tracker, 1.0, true);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].key.sig, SIGUSR1);  // busiest first
+  const auto j = doorbell::lab::trace::row_json(rows[0], rows[0].stream->total, 1.0, 1000.0,
+                                                nothing_pending(self, SIGUSR1));
+  EXPECT_EQ(j["pid"], self);
+  EXPECT_EQ(j["signal_name"], "SIGUSR1");
+  EXPECT_EQ(j["generated"], 3000);
+  EXPECT_EQ(j["delivered"], 3000);
+  EXPECT_EQ(j["delay_ns"]["count"], 3000);
+  EXPECT_NEAR(j["delay_ns"]["p50"].get<double>(), 3100, 31);
+  EXPECT_EQ(j["flagged"], true);
+  EXPECT_TRUE(j.contains("advice"));
+  EXPECT_EQ(j["senders"][0]["count"], 3000);
+  EXPECT_EQ(j["pending"]["shared"], false);
+  EXPECT_EQ(doorbell::lab::trace::row_json(rows[1], rows[1].stream->total, 1.0, 1000.0,
+                                           nothing_pending(self, SIGRTMIN))["signal_name"],
+            "SIGRTMIN");
+
+  std::ostringstream table;
+  doorbell::lab::trace::print_table(table, tracker, {1, 1000.0}, 1.0, true, "HEAD",
+                                    nothing_pending);
+  const std::string text = table.str();
+  EXPECT_EQ(text.rfind("HEAD\n", 0), 0u) << text;
+  EXPECT_NE(text.find("SIGUSR1"), std::string::npos) << text;
+  EXPECT_NE(text.find("3.10 µs"), std::string::npos) << text;  // the one duration formatter
+  EXPECT_NE(text.find("... and 1 more"), std::string::npos) << text;
+  EXPECT_NE(text.find("!! " + std::to_string(self) + " (busy) receives 3000 SIGUSR1/s"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
