@@ -37,7 +37,8 @@ std::uint64_t monotonic_ns() {
 
 void run_inspect(const InspectOptions& o) {
   using namespace doorbell::lab::inspect;
-  if (o.pid <= 0 || o.pid > 0x3fffffff) throw UsageError("inspect: PID must be a positive process id");
+  if (o.pid <= 0 || o.pid > 0x3fffffff)
+    throw UsageError("inspect: PID must be a positive process id");
   if (o.watch_seconds < 0 || !std::isfinite(o.watch_seconds))
     throw UsageError("inspect: --watch takes a positive number of seconds");
   const pid_t pid = static_cast<pid_t>(o.pid);
@@ -78,25 +79,26 @@ void run_inspect(const InspectOptions& o) {
   }
 }
 
-const CommandRegistrar kInspect{"inspect", 55, [](CLI::App& app) {
-  auto options = std::make_shared<InspectOptions>();
-  auto* cmd = app.add_subcommand(
-      "inspect",
-      "Will this process's signals wait for a busy thread? A verdict per signal from /proc "
-      "(docs/inspect.md); the target is only read, never changed");
-  cmd->add_option("PID", options->pid, "the process to inspect")->required();
-  cmd->add_flag("--json", options->json, "one JSON object (schema in docs/inspect.md)");
-  cmd->add_option("--watch", options->watch_seconds,
-                  "then sample pending signals for SECONDS and say how long each stayed "
-                  "pending")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--period-ms", options->period_ms, "sampling period of --watch (default 10)")
-      ->check(CLI::Range(1, 10000));
-  cmd->add_option("--window-ms", options->window_ms,
-                  "how long to measure which threads are busy (default 200)")
-      ->check(CLI::Range(10, 60000));
-  cmd->callback([options] { run_inspect(*options); });
-}};
+const CommandRegistrar kInspect{
+    "inspect", 55, [](CLI::App& app) {
+      auto options = std::make_shared<InspectOptions>();
+      auto* cmd = app.add_subcommand(
+          "inspect",
+          "Will this process's signals wait for a busy thread? A verdict per signal from /proc "
+          "(docs/inspect.md); the target is only read, never changed");
+      cmd->add_option("PID", options->pid, "the process to inspect")->required();
+      cmd->add_flag("--json", options->json, "one JSON object (schema in docs/inspect.md)");
+      cmd->add_option("--watch", options->watch_seconds,
+                      "then sample pending signals for SECONDS and say how long each stayed "
+                      "pending")
+          ->check(CLI::PositiveNumber);
+      cmd->add_option("--period-ms", options->period_ms, "sampling period of --watch (default 10)")
+          ->check(CLI::Range(1, 10000));
+      cmd->add_option("--window-ms", options->window_ms,
+                      "how long to measure which threads are busy (default 200)")
+          ->check(CLI::Range(10, 60000));
+      cmd->callback([options] { run_inspect(*options); });
+    }};
 
 }  // namespace
 }  // namespace doorbell::cli

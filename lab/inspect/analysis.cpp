@@ -17,10 +17,11 @@ namespace {
 constexpr double kBusyShare = 0.5;  // runnable (running + waiting) this much of the window
 
 bool is_poll_site(const std::string& site) {
-  static const char* const kSites[] = {"epoll_wait", "epoll_pwait", "epoll_pwait2", "poll",
-                                       "ppoll",      "select",      "pselect6",     "read",
-                                       "io_uring_enter", "do_epoll_wait", "do_sys_poll",
-                                       "do_select", "signalfd_dequeue"};
+  static const char* const kSites[] = {
+      "epoll_wait",      "epoll_pwait",   "epoll_pwait2", "poll",
+      "ppoll",           "select",        "pselect6",     "read",
+      "io_uring_enter",  "do_epoll_wait", "do_sys_poll",  "do_select",
+      "signalfd_dequeue"};
   return std::any_of(std::begin(kSites), std::end(kSites),
                      [&](const char* s) { return site == s || site.rfind(s, 0) == 0; });
 }
@@ -102,17 +103,17 @@ std::string risk_reason(const ProcessSnapshot& p, const Risk& risk, bool chosen_
                                 chosen_now ? " (the kernel's choice now)" : "",
                                 policy_name(t.policy, t.rt_priority));
   if (risk.busy_itself) {
-    why += t.run_share >= 0 ? fmt::format(", busy itself (runnable {} of the window, {} waiting "
-                                          "for a CPU)",
-                                          percent(t.run_share + t.wait_share),
-                                          percent(t.wait_share))
+    why += t.run_share >= 0 ? fmt::format(
+                                  ", busy itself (runnable {} of the window, {} waiting "
+                                  "for a CPU)",
+                                  percent(t.run_share + t.wait_share), percent(t.wait_share))
                             : ", busy itself (State R)";
   }
   if (!risk.busy_peers.empty())
-    why += fmt::format("{} shares CPUs {} with {} busy thread{} ({})",
-                       risk.busy_itself ? ", and" : ",", t.cpus_allowed_list,
-                       risk.busy_peers.size(), risk.busy_peers.size() == 1 ? "" : "s",
-                       tid_list(risk.busy_peers));
+    why +=
+        fmt::format("{} shares CPUs {} with {} busy thread{} ({})",
+                    risk.busy_itself ? ", and" : ",", t.cpus_allowed_list, risk.busy_peers.size(),
+                    risk.busy_peers.size() == 1 ? "" : "s", tid_list(risk.busy_peers));
   why += ": the signal waits for that thread's next time slice";
   return why;
 }
@@ -124,15 +125,15 @@ void judge_receivers(const ProcessSnapshot& p, SignalVerdict& v) {
       eligible.push_back(&t);
   const std::string fd_text =
       v.signalfds.empty() ? std::string()
-                          : fmt::format("signalfd {} {}",
-                                        v.signalfds.size() == 1 ? "fd" : "fds",
+                          : fmt::format("signalfd {} {}", v.signalfds.size() == 1 ? "fd" : "fds",
                                         fmt::join(v.signalfds, ", "));
 
   if (eligible.empty()) {
     if (v.signalfds.empty()) {
       v.verdict = Verdict::stays_pending;
-      v.reason = "blocked in every thread and no signalfd reads it: it stays pending until a "
-                 "thread unblocks it or waits for it";
+      v.reason =
+          "blocked in every thread and no signalfd reads it: it stays pending until a "
+          "thread unblocks it or waits for it";
       return;
     }
     // Every thread blocks it: the kernel wakes only the signalfd's reader.
@@ -188,9 +189,10 @@ void judge_receivers(const ProcessSnapshot& p, SignalVerdict& v) {
   const std::string also_fd =
       v.signalfds.empty()
           ? std::string()
-          : fmt::format("; {} also reads it, but a thread that does not block it may take it "
-                        "first",
-                        fd_text);
+          : fmt::format(
+                "; {} also reads it, but a thread that does not block it may take it "
+                "first",
+                fd_text);
   if (std::all_of(eligible.begin(), eligible.end(), [](auto* t) { return t->realtime(); })) {
     v.verdict = Verdict::bounded;
     const ThreadSnapshot& t = *eligible.front();
@@ -200,8 +202,9 @@ void judge_receivers(const ProcessSnapshot& p, SignalVerdict& v) {
                              v.sigwait_receiver == t.tid ? ", waiting in sigtimedwait" : "");
       if (!v.signalfds.empty()) v.reason += fmt::format("; {} reads it too", fd_text);
     } else {
-      v.reason = fmt::format("all {} threads that can take it run at SCHED_FIFO/RR",
-                             eligible.size()) + also_fd;
+      v.reason =
+          fmt::format("all {} threads that can take it run at SCHED_FIFO/RR", eligible.size()) +
+          also_fd;
     }
     return;
   }
@@ -223,13 +226,14 @@ void judge_receivers(const ProcessSnapshot& p, SignalVerdict& v) {
   }
   const ThreadSnapshot& t = *order.front();
   v.verdict = Verdict::fair_share;
-  v.reason = fmt::format(
-      "lands on {} at {}{}; no busy thread shares its CPUs now, so it runs soon, but nothing "
-      "bounds the wait under load",
-      thread_label(t, p.pid), policy_name(t.policy, t.rt_priority),
-      eligible.size() > 1 ? fmt::format(" (or one of {} other threads)", eligible.size() - 1)
-                          : std::string()) +
-             also_fd;
+  v.reason =
+      fmt::format(
+          "lands on {} at {}{}; no busy thread shares its CPUs now, so it runs soon, but nothing "
+          "bounds the wait under load",
+          thread_label(t, p.pid), policy_name(t.policy, t.rt_priority),
+          eligible.size() > 1 ? fmt::format(" (or one of {} other threads)", eligible.size() - 1)
+                              : std::string()) +
+      also_fd;
 }
 
 std::vector<std::string> make_advice(const InspectReport& r) {
@@ -291,8 +295,9 @@ std::vector<std::string> make_advice(const InspectReport& r) {
         r.queued, r.queue_limit,
         realtime_pending ? fmt::format(", {} real-time signals pending", realtime_pending) : ""));
   if (advice.empty())
-    advice.push_back("Nothing to change: no handled or waited-for signal can wait for a busy "
-                     "thread (docs/delivery.md says why that matters).");
+    advice.push_back(
+        "Nothing to change: no handled or waited-for signal can wait for a busy "
+        "thread (docs/delivery.md says why that matters).");
   return advice;
 }
 
@@ -300,38 +305,63 @@ std::vector<std::string> make_advice(const InspectReport& r) {
 
 const char* verdict_name(Verdict verdict) noexcept {
   switch (verdict) {
-    case Verdict::bounded: return "bounded";
-    case Verdict::at_risk: return "at risk";
-    case Verdict::fair_share: return "fair share";
-    case Verdict::stays_pending: return "stays pending";
-    case Verdict::ignored: return "ignored";
-    case Verdict::default_action: return "default";
+    case Verdict::bounded:
+      return "bounded";
+    case Verdict::at_risk:
+      return "at risk";
+    case Verdict::fair_share:
+      return "fair share";
+    case Verdict::stays_pending:
+      return "stays pending";
+    case Verdict::ignored:
+      return "ignored";
+    case Verdict::default_action:
+      return "default";
   }
   return "?";
 }
 
 const char* verdict_key(Verdict verdict) noexcept {
   switch (verdict) {
-    case Verdict::bounded: return "bounded";
-    case Verdict::at_risk: return "at_risk";
-    case Verdict::fair_share: return "fair_share";
-    case Verdict::stays_pending: return "stays_pending";
-    case Verdict::ignored: return "ignored";
-    case Verdict::default_action: return "default";
+    case Verdict::bounded:
+      return "bounded";
+    case Verdict::at_risk:
+      return "at_risk";
+    case Verdict::fair_share:
+      return "fair_share";
+    case Verdict::stays_pending:
+      return "stays_pending";
+    case Verdict::ignored:
+      return "ignored";
+    case Verdict::default_action:
+      return "default";
   }
   return "?";
 }
 
 const char* default_action_name(int signo) noexcept {
   switch (signo) {
-    case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT: case SIGBUS: case SIGFPE:
-    case SIGSEGV: case SIGXCPU: case SIGXFSZ: case SIGSYS:
+    case SIGQUIT:
+    case SIGILL:
+    case SIGTRAP:
+    case SIGABRT:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGSEGV:
+    case SIGXCPU:
+    case SIGXFSZ:
+    case SIGSYS:
       return "core";
-    case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:
+    case SIGSTOP:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU:
       return "stop";
     case SIGCONT:
       return "continue";
-    case SIGCHLD: case SIGURG: case SIGWINCH:
+    case SIGCHLD:
+    case SIGURG:
+    case SIGWINCH:
       return "ignore";
     default:
       return "terminate";
@@ -340,15 +370,22 @@ const char* default_action_name(int signo) noexcept {
 
 std::string policy_name(int policy, int rt_priority) {
   switch (policy) {
-    case SCHED_OTHER: return "SCHED_OTHER";
-    case SCHED_FIFO: return fmt::format("SCHED_FIFO {}", rt_priority);
-    case SCHED_RR: return fmt::format("SCHED_RR {}", rt_priority);
-    case SCHED_BATCH: return "SCHED_BATCH";
-    case SCHED_IDLE: return "SCHED_IDLE";
+    case SCHED_OTHER:
+      return "SCHED_OTHER";
+    case SCHED_FIFO:
+      return fmt::format("SCHED_FIFO {}", rt_priority);
+    case SCHED_RR:
+      return fmt::format("SCHED_RR {}", rt_priority);
+    case SCHED_BATCH:
+      return "SCHED_BATCH";
+    case SCHED_IDLE:
+      return "SCHED_IDLE";
 #ifdef SCHED_DEADLINE
-    case SCHED_DEADLINE: return "SCHED_DEADLINE";
+    case SCHED_DEADLINE:
+      return "SCHED_DEADLINE";
 #endif
-    default: return fmt::format("policy {}", policy);
+    default:
+      return fmt::format("policy {}", policy);
   }
 }
 
@@ -414,21 +451,25 @@ InspectReport analyze(const ProcessSnapshot& p) {
       v.reason = "no handler, and its default action is to ignore it";
     } else if (v.can_take.empty()) {
       v.verdict = Verdict::stays_pending;
-      v.reason = "no handler, and blocked in every thread: it stays pending until a thread "
-                 "unblocks it (then its default action, " + v.default_action + ", runs)";
+      v.reason =
+          "no handler, and blocked in every thread: it stays pending until a thread "
+          "unblocks it (then its default action, " +
+          v.default_action + ", runs)";
     } else {
       v.verdict = Verdict::default_action;
       const std::string action = v.default_action;
       if (action == "stop")
-        v.reason = fmt::format("no handler: it stops the process; the group stop starts only when "
-                               "the chosen thread ({}) runs",
-                               v.kernel_choice);
+        v.reason = fmt::format(
+            "no handler: it stops the process; the group stop starts only when "
+            "the chosen thread ({}) runs",
+            v.kernel_choice);
       else if (action == "continue")
         v.reason = "no handler: it resumes the process at send time";
       else
-        v.reason = fmt::format("no handler: it {} the process; the kernel wakes every thread for "
-                               "a fatal signal, so nothing waits for one busy thread",
-                               action == "core" ? "dumps core and kills" : "terminates");
+        v.reason = fmt::format(
+            "no handler: it {} the process; the kernel wakes every thread for "
+            "a fatal signal, so nothing waits for one busy thread",
+            action == "core" ? "dumps core and kills" : "terminates");
     }
     report.signals.push_back(std::move(v));
   }

@@ -51,14 +51,14 @@ struct SignalVerdict {
   std::string name;         // "SIGUSR1"
   std::string disposition;  // "handler", "ignored", "default"
   Verdict verdict = Verdict::default_action;
-  std::string default_action;       // default_action_name()
-  std::vector<pid_t> can_take;      // threads that do not block it (eligible), list order
-  pid_t kernel_choice = 0;          // the thread complete_signal() picks now; 0: none
-  std::vector<int> signalfds;       // fds of the signalfds that read it
-  pid_t sigwait_receiver = 0;       // a thread in rt_sigtimedwait that can take it; 0: none
-  pid_t risky_thread = 0;           // at_risk: the thread it can wait for
-  std::vector<pid_t> busy_peers;    // at_risk: busy threads sharing that thread's CPUs
-  std::string reason;               // one sentence, names the threads
+  std::string default_action;     // default_action_name()
+  std::vector<pid_t> can_take;    // threads that do not block it (eligible), list order
+  pid_t kernel_choice = 0;        // the thread complete_signal() picks now; 0: none
+  std::vector<int> signalfds;     // fds of the signalfds that read it
+  pid_t sigwait_receiver = 0;     // a thread in rt_sigtimedwait that can take it; 0: none
+  pid_t risky_thread = 0;         // at_risk: the thread it can wait for
+  std::vector<pid_t> busy_peers;  // at_risk: busy threads sharing that thread's CPUs
+  std::string reason;             // one sentence, names the threads
 };
 
 struct ThreadSummary {

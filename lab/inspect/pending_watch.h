@@ -21,11 +21,11 @@ class PendingWatch {
  public:
   struct Entry {
     int signal = 0;
-    pid_t tid = 0;                  // 0: process-directed (ShdPnd)
-    std::uint64_t episodes = 0;     // runs of consecutive samples with it pending
-    std::uint64_t samples = 0;      // samples that saw it pending
-    std::uint64_t longest_ns = 0;   // longest run, first to last sample seen (lower bound)
-    bool pending_now = false;       // pending at the last sample
+    pid_t tid = 0;                 // 0: process-directed (ShdPnd)
+    std::uint64_t episodes = 0;    // runs of consecutive samples with it pending
+    std::uint64_t samples = 0;     // samples that saw it pending
+    std::uint64_t longest_ns = 0;  // longest run, first to last sample seen (lower bound)
+    bool pending_now = false;      // pending at the last sample
   };
 
   // Feeds one sample taken at now_ns (monotonic, increasing).

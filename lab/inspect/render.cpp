@@ -60,30 +60,30 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
     if (v.verdict != Verdict::default_action && v.verdict != Verdict::ignored)
       out += fmt::format("  {}: {}: {}.\n", v.name, verdict_name(v.verdict), v.reason);
   out += "\nQueue: ";
-  out += r.queued >= 0 ? fmt::format("SigQ {}/{} (queued signals of the process's user / its "
-                                     "limit)",
-                                     r.queued, r.queue_limit)
+  out += r.queued >= 0 ? fmt::format(
+                             "SigQ {}/{} (queued signals of the process's user / its "
+                             "limit)",
+                             r.queued, r.queue_limit)
                        : "SigQ unreadable";
-  out += r.rlimit_sigpending >= 0
-             ? fmt::format(", RLIMIT_SIGPENDING {}", r.rlimit_sigpending)
-             : ", RLIMIT_SIGPENDING unlimited";
+  out += r.rlimit_sigpending >= 0 ? fmt::format(", RLIMIT_SIGPENDING {}", r.rlimit_sigpending)
+                                  : ", RLIMIT_SIGPENDING unlimited";
   out += fmt::format("; pending: shared {}", signal_list(r.shared_pending));
   for (const auto& [tid, mask] : r.thread_pending)
     out += fmt::format(", thread {} {}", tid, signal_list(mask));
   out += "\n";
   if (watch != nullptr) {
-    out += fmt::format("\nPending, sampled every {} for {} ({} samples; a signal pending between "
-                       "two samples is not seen; durations are lower bounds):\n",
-                       format_duration(static_cast<double>(watch->period_ns)),
-                       format_duration(static_cast<double>(watch->duration_ns)),
-                       watch->watch.sample_count());
+    out += fmt::format(
+        "\nPending, sampled every {} for {} ({} samples; a signal pending between "
+        "two samples is not seen; durations are lower bounds):\n",
+        format_duration(static_cast<double>(watch->period_ns)),
+        format_duration(static_cast<double>(watch->duration_ns)), watch->watch.sample_count());
     const auto entries = watch->watch.entries();
     if (entries.empty()) out += "  nothing was pending at any sample\n";
     for (const auto& e : entries)
       out += fmt::format("  {:<11} {:<14} seen in {} samples, {} episode{}, longest >= {}{}\n",
                          doorbell::signal_name(e.signal),
-                         e.tid ? fmt::format("thread {}", e.tid) : "shared", e.samples,
-                         e.episodes, e.episodes == 1 ? "" : "s",
+                         e.tid ? fmt::format("thread {}", e.tid) : "shared", e.samples, e.episodes,
+                         e.episodes == 1 ? "" : "s",
                          format_duration(static_cast<double>(e.longest_ns)),
                          e.pending_now ? " (still pending)" : "");
   }

@@ -44,7 +44,8 @@ std::optional<std::string> read_file(const std::string& path) {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
     s.remove_suffix(1);
   return s;
 }
@@ -82,36 +83,54 @@ std::vector<pid_t> list_threads(pid_t pid) {
 
 std::string syscall_name(long nr) {
   switch (nr) {
-    case SYS_rt_sigtimedwait: return "rt_sigtimedwait";
-    case SYS_rt_sigsuspend: return "rt_sigsuspend";
+    case SYS_rt_sigtimedwait:
+      return "rt_sigtimedwait";
+    case SYS_rt_sigsuspend:
+      return "rt_sigsuspend";
 #ifdef SYS_pause
-    case SYS_pause: return "pause";
+    case SYS_pause:
+      return "pause";
 #endif
 #ifdef SYS_epoll_wait
-    case SYS_epoll_wait: return "epoll_wait";
+    case SYS_epoll_wait:
+      return "epoll_wait";
 #endif
-    case SYS_epoll_pwait: return "epoll_pwait";
+    case SYS_epoll_pwait:
+      return "epoll_pwait";
 #ifdef SYS_epoll_pwait2
-    case SYS_epoll_pwait2: return "epoll_pwait2";
+    case SYS_epoll_pwait2:
+      return "epoll_pwait2";
 #endif
 #ifdef SYS_poll
-    case SYS_poll: return "poll";
+    case SYS_poll:
+      return "poll";
 #endif
-    case SYS_ppoll: return "ppoll";
+    case SYS_ppoll:
+      return "ppoll";
 #ifdef SYS_select
-    case SYS_select: return "select";
+    case SYS_select:
+      return "select";
 #endif
-    case SYS_pselect6: return "pselect6";
-    case SYS_read: return "read";
-    case SYS_futex: return "futex";
+    case SYS_pselect6:
+      return "pselect6";
+    case SYS_read:
+      return "read";
+    case SYS_futex:
+      return "futex";
 #ifdef SYS_nanosleep
-    case SYS_nanosleep: return "nanosleep";
+    case SYS_nanosleep:
+      return "nanosleep";
 #endif
-    case SYS_clock_nanosleep: return "clock_nanosleep";
-    case SYS_wait4: return "wait4";
-    case SYS_waitid: return "waitid";
-    case SYS_io_uring_enter: return "io_uring_enter";
-    default: return "syscall " + std::to_string(nr);
+    case SYS_clock_nanosleep:
+      return "clock_nanosleep";
+    case SYS_wait4:
+      return "wait4";
+    case SYS_waitid:
+      return "waitid";
+    case SYS_io_uring_enter:
+      return "io_uring_enter";
+    default:
+      return "syscall " + std::to_string(nr);
   }
 }
 

@@ -50,9 +50,9 @@ inline std::uint64_t mask_of(int signo) noexcept {
 
 struct ThreadSnapshot {
   pid_t tid = 0;
-  std::string name;    // comm
-  char state = '?';    // State: R, S, D, T, t, Z, X, I
-  bool exiting = false;  // PF_EXITING set: the kernel no longer picks it
+  std::string name;           // comm
+  char state = '?';           // State: R, S, D, T, t, Z, X, I
+  bool exiting = false;       // PF_EXITING set: the kernel no longer picks it
   std::uint64_t blocked = 0;  // SigBlk (a thread in sigtimedwait shows the waited set unblocked)
   std::uint64_t ignored = 0;  // SigIgn (process-wide)
   std::uint64_t caught = 0;   // SigCgt (process-wide)
@@ -60,9 +60,9 @@ struct ThreadSnapshot {
   int policy = 0;             // SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE, ...
   int rt_priority = 0;        // 1..99 for SCHED_FIFO/RR, else 0
   int nice = 0;
-  int processor = -1;              // the CPU it last ran on
-  std::vector<int> cpus_allowed;   // sorted CPU numbers
-  std::string cpus_allowed_list;   // as /proc writes it ("0-1")
+  int processor = -1;             // the CPU it last ran on
+  std::vector<int> cpus_allowed;  // sorted CPU numbers
+  std::string cpus_allowed_list;  // as /proc writes it ("0-1")
   // The system call it is in ("rt_sigtimedwait", "epoll_wait", "nanosleep",
   // "running" when on a CPU in user space), or the kernel function from
   // wchan; empty when neither could be read.
@@ -77,7 +77,7 @@ struct ThreadSnapshot {
   std::uint64_t wait_ns = 0;
   bool has_schedstat = false;
 
-  bool realtime() const noexcept;            // SCHED_FIFO or SCHED_RR
+  bool realtime() const noexcept;  // SCHED_FIFO or SCHED_RR
   bool blocks(int signo) const noexcept { return mask_has(blocked, signo); }
 };
 
@@ -96,8 +96,8 @@ struct ProcessSnapshot {
   // processes) / the limit that applies; -1 when absent.
   long queued = -1;
   long queue_limit = -1;
-  long rlimit_sigpending = -1;      // soft "Max pending signals"; -1 unlimited or unreadable
-  std::uint64_t window_ns = 0;      // the sampling window of run/wait shares; 0: one read
+  long rlimit_sigpending = -1;  // soft "Max pending signals"; -1 unlimited or unreadable
+  std::uint64_t window_ns = 0;  // the sampling window of run/wait shares; 0: one read
   int online_cpus = 0;
 
   const ThreadSnapshot* main_thread() const noexcept;
@@ -119,8 +119,8 @@ struct PendingSnapshot {
 PendingSnapshot read_pending(pid_t pid);
 
 // Parsers, exposed for the tests.
-std::uint64_t parse_mask(std::string_view hex);           // "0000000000000200" -> 1<<9
-std::vector<int> parse_cpu_list(std::string_view list);   // "0-2,5" -> {0,1,2,5}
+std::uint64_t parse_mask(std::string_view hex);          // "0000000000000200" -> 1<<9
+std::vector<int> parse_cpu_list(std::string_view list);  // "0-2,5" -> {0,1,2,5}
 // Fills state, masks and Cpus_allowed_list from a task status file's text.
 void parse_task_status(std::string_view text, ThreadSnapshot& thread);
 // Fills exiting, nice, processor, rt_priority and policy from a stat line;
