@@ -48,8 +48,9 @@ bool share_cpus(const ThreadSnapshot& a, const ThreadSnapshot& b) {
   return false;
 }
 
-std::string thread_label(const ThreadSnapshot& t, pid_t pid) {
-  return fmt::format("thread {} ({}{})", t.tid, t.name, t.tid == pid ? ", main" : "");
+std::string thread_label(const ThreadSnapshot& t, pid_t pid, bool chosen_now = false) {
+  return fmt::format("thread {} ({}{}{})", t.tid, t.name, t.tid == pid ? ", main" : "",
+                     chosen_now ? "; the kernel's choice now" : "");
 }
 
 std::string tid_list(const std::vector<pid_t>& tids) {
@@ -59,6 +60,18 @@ std::string tid_list(const std::vector<pid_t>& tids) {
     text += (i ? ", " : "") + std::to_string(tids[i]);
   }
   return text;
+}
+
+// " (now: thread 12 in wait4, ...)": a program that blocks a signal around
+// a wait (shells block SIGCHLD in wait4) unblocks it afterwards.
+std::string where_threads_wait(const ProcessSnapshot& p) {
+  std::string text;
+  std::size_t shown = 0;
+  for (const auto& t : p.threads) {
+    if (t.wait_site.empty() || shown == 3) continue;
+    text += fmt::format("{}thread {} in {}", shown++ ? ", " : " (now: ", t.tid, t.wait_site);
+  }
+  return text.empty() ? text : text + ")";
 }
 
 std::string percent(double share) {
@@ -99,8 +112,7 @@ std::optional<Risk> risk_of(const ProcessSnapshot& p, const ThreadSnapshot& t) {
 
 std::string risk_reason(const ProcessSnapshot& p, const Risk& risk, bool chosen_now) {
   const ThreadSnapshot& t = *risk.thread;
-  std::string why = fmt::format("can land on {}{}, {}", thread_label(t, p.pid),
-                                chosen_now ? " (the kernel's choice now)" : "",
+  std::string why = fmt::format("can land on {}, {}", thread_label(t, p.pid, chosen_now),
                                 policy_name(t.policy, t.rt_priority));
   if (risk.busy_itself) {
     why += t.run_share >= 0 ? fmt::format(
@@ -133,7 +145,8 @@ void judge_receivers(const ProcessSnapshot& p, SignalVerdict& v) {
       v.verdict = Verdict::stays_pending;
       v.reason =
           "blocked in every thread and no signalfd reads it: it stays pending until a "
-          "thread unblocks it or waits for it";
+          "thread unblocks it or waits for it" +
+          where_threads_wait(p);
       return;
     }
     // Every thread blocks it: the kernel wakes only the signalfd's reader.
@@ -277,9 +290,10 @@ std::vector<std::string> make_advice(const InspectReport& r) {
   auto pending = [](const SignalVerdict& v) { return v.verdict == Verdict::stays_pending; };
   if (any(pending))
     advice.push_back(fmt::format(
-        "{}: blocked everywhere and nobody reads them, so they stay pending. (A sigwait "
-        "receiver shows the set unblocked only while it waits: if it was busy in its callback, "
-        "run inspect again.)",
+        "{}: blocked everywhere and nobody reads them, so they stay pending until the program "
+        "unblocks them (a shell blocks SIGCHLD while it waits for a child; a sigwait receiver "
+        "shows the set unblocked only while it waits: if it was busy in its callback, run "
+        "inspect again).",
         names_where(pending)));
   const bool queue_high = r.queued >= 0 && r.queue_limit > 0 && r.queued * 2 >= r.queue_limit;
   const int realtime_pending = [&] {
@@ -425,6 +439,9 @@ InspectReport analyze(const ProcessSnapshot& p) {
 
   for (int signo = 1; signo <= 64; ++signo) {
     if (!mask_has(shown, signo)) continue;
+    // 32 and 33 (below SIGRTMIN) belong to the C library (thread
+    // cancellation, setxid): thread-directed, never sent to the process.
+    if (signo >= 32 && signo < SIGRTMIN) continue;
     SignalVerdict v;
     v.signal = signo;
     v.name = doorbell::signal_name(signo);
@@ -454,7 +471,7 @@ InspectReport analyze(const ProcessSnapshot& p) {
       v.reason =
           "no handler, and blocked in every thread: it stays pending until a thread "
           "unblocks it (then its default action, " +
-          v.default_action + ", runs)";
+          v.default_action + ", runs)" + where_threads_wait(p);
     } else {
       v.verdict = Verdict::default_action;
       const std::string action = v.default_action;

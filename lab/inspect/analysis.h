@@ -85,7 +85,8 @@ struct InspectReport {
 
 // Signals reported: every caught, ignored, pending, signalfd-read or
 // partly blocked signal, and always SIGHUP, SIGINT, SIGQUIT, SIGTERM,
-// SIGUSR1, SIGUSR2 (the ones users send). Never SIGKILL and SIGSTOP.
+// SIGUSR1, SIGUSR2 (the ones users send). Never SIGKILL and SIGSTOP, nor the
+// C library's reserved signals below SIGRTMIN.
 InspectReport analyze(const ProcessSnapshot& process);
 
 // "SCHED_FIFO 50", "SCHED_OTHER", "SCHED_BATCH", ...

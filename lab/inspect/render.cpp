@@ -52,13 +52,20 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
                      "VERDICT", "CAN TAKE IT", "CHOSEN", "RECEIVER", "DEFAULT");
   for (const auto& v : r.signals)
     out += fmt::format("  {:<11} {:<8} {:<13} {:<16} {:<8} {:<20} {}\n", v.name, v.disposition,
-                       verdict_name(v.verdict), tids(v.can_take, 3),
+                       verdict_name(v.verdict), tids(v.can_take, 2),
                        v.kernel_choice ? std::to_string(v.kernel_choice) : "-", receiver_text(v),
                        v.default_action);
   out += "\nWhy:\n";
-  for (const auto& v : r.signals)
-    if (v.verdict != Verdict::default_action && v.verdict != Verdict::ignored)
-      out += fmt::format("  {}: {}: {}.\n", v.name, verdict_name(v.verdict), v.reason);
+  bool explained = false;
+  for (const auto& v : r.signals) {
+    if (v.verdict == Verdict::default_action || v.verdict == Verdict::ignored) continue;
+    out += fmt::format("  {}: {}: {}.\n", v.name, verdict_name(v.verdict), v.reason);
+    explained = true;
+  }
+  if (!explained)
+    out +=
+        "  no signal has a handler, a signalfd or a sigwait receiver: each one listed is "
+        "ignored or takes its default action.\n";
   out += "\nQueue: ";
   out += r.queued >= 0 ? fmt::format(
                              "SigQ {}/{} (queued signals of the process's user / its "
@@ -92,17 +99,17 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
   return out;
 }
 
-nlohmann::json render_json(const InspectReport& r, const WatchResult* watch) {
-  nlohmann::json j;
+nlohmann::ordered_json render_json(const InspectReport& r, const WatchResult* watch) {
+  nlohmann::ordered_json j;
   j["schema"] = "doorbell-inspect";
   j["version"] = 1;
   j["pid"] = r.pid;
   j["name"] = r.name;
   j["window_ns"] = r.window_ns;
-  auto& threads = j["threads"] = nlohmann::json::array();
+  auto& threads = j["threads"] = nlohmann::ordered_json::array();
   for (const auto& t : r.threads)
     threads.push_back({{"tid", t.tid}, {"name", t.name}, {"policy", t.policy}, {"busy", t.busy}});
-  auto& signals = j["signals"] = nlohmann::json::array();
+  auto& signals = j["signals"] = nlohmann::ordered_json::array();
   for (const auto& v : r.signals) {
     signals.push_back({{"signal", v.signal},
                        {"name", v.name},
@@ -125,7 +132,7 @@ nlohmann::json render_json(const InspectReport& r, const WatchResult* watch) {
   for (int s = 1; s <= 64; ++s)
     if (mask_has(r.shared_pending, s)) shared.push_back(s);
   queue["shared_pending"] = shared;
-  auto& per_thread = queue["thread_pending"] = nlohmann::json::array();
+  auto& per_thread = queue["thread_pending"] = nlohmann::ordered_json::array();
   for (const auto& [tid, mask] : r.thread_pending) {
     std::vector<int> list;
     for (int s = 1; s <= 64; ++s)
@@ -137,7 +144,7 @@ nlohmann::json render_json(const InspectReport& r, const WatchResult* watch) {
     w["period_ns"] = watch->period_ns;
     w["duration_ns"] = watch->duration_ns;
     w["samples"] = watch->watch.sample_count();
-    auto& entries = w["pending"] = nlohmann::json::array();
+    auto& entries = w["pending"] = nlohmann::ordered_json::array();
     for (const auto& e : watch->watch.entries())
       entries.push_back({{"signal", e.signal},
                          {"name", doorbell::signal_name(e.signal)},

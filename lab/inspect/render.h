@@ -21,6 +21,6 @@ struct WatchResult {
 };
 
 std::string render_text(const InspectReport& report, const WatchResult* watch);
-nlohmann::json render_json(const InspectReport& report, const WatchResult* watch);
+nlohmann::ordered_json render_json(const InspectReport& report, const WatchResult* watch);
 
 }  // namespace doorbell::lab::inspect
