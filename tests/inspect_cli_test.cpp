@@ -268,6 +268,22 @@ TEST(InspectCli, MissingProcessIsAClearError) {
   EXPECT_NE(result.err.find("does not exist"), std::string::npos) << result.err;
 }
 
+// The target exits (killed and reaped) while --watch samples it.
+TEST(InspectCli, ProcessExitingDuringWatchIsAClearError) {
+  Target target([] { return 'R'; }, false);
+  ASSERT_EQ(target.ready(), 'R');
+  const pid_t pid = target.pid();
+  std::thread killer([&target] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    target.end();
+  });
+  const auto result = run_doorbell({"inspect", std::to_string(pid), "--watch", "30"});
+  killer.join();
+  EXPECT_EQ(result.exit_code(), 1) << result.describe();
+  EXPECT_NE(result.err.find("exited during --watch"), std::string::npos) << result.err;
+  EXPECT_TRUE(result.out.empty()) << "no half report on stdout: " << result.out;
+}
+
 TEST(InspectCli, BadFlagsExitNonZero) {
   for (const auto& args :
        std::vector<std::vector<std::string>>{{"inspect"},
