@@ -250,6 +250,16 @@ TEST(InspectAnalysis, QueuePressureGivesDataChannelAdvice) {
   EXPECT_EQ(j["queue"]["shared_pending"][0], SIGRTMIN + 1);
 }
 
+// Another user's process: status is readable, fdinfo is not. The report
+// says the signalfds are unknown instead of claiming there are none.
+TEST(InspectAnalysis, UnreadableFdinfoIsSaid) {
+  auto p = process({thread(100, "main", false)});
+  p.fdinfo_readable = false;
+  const auto r = analyze(p);
+  EXPECT_NE(render_text(r, nullptr).find("signalfds unknown"), std::string::npos);
+  EXPECT_EQ(render_json(r, nullptr)["fdinfo_readable"], false);
+}
+
 TEST(InspectWatch, PendingRunsAreLowerBounds) {
   PendingWatch watch;
   PendingSnapshot s;

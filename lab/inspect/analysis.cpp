@@ -417,6 +417,7 @@ InspectReport analyze(const ProcessSnapshot& p) {
   report.rlimit_sigpending = p.rlimit_sigpending;
   report.shared_pending = p.shared_pending;
   report.window_ns = p.window_ns;
+  report.fdinfo_readable = p.fdinfo_readable;
   std::uint64_t caught = 0, ignored = 0, some_blocked = 0, all_blocked = ~std::uint64_t{0},
                 pending = p.shared_pending;
   for (const auto& t : p.threads) {

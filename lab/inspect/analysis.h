@@ -81,6 +81,7 @@ struct InspectReport {
   std::vector<std::pair<pid_t, std::uint64_t>> thread_pending;  // threads with something pending
   std::vector<std::string> advice;
   std::uint64_t window_ns = 0;
+  bool fdinfo_readable = true;  // false: signalfds unknown (see ProcessSnapshot)
 };
 
 // Signals reported: every caught, ignored, pending, signalfd-read or

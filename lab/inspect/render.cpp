@@ -66,6 +66,10 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
     out +=
         "  no signal has a handler, a signalfd or a sigwait receiver: each one listed is "
         "ignored or takes its default action.\n";
+  if (!r.fdinfo_readable)
+    out +=
+        "  (signalfds unknown: /proc/PID/fdinfo needs ptrace-read access to this process; "
+        "run as its user or as root)\n";
   out += "\nQueue: ";
   out += r.queued >= 0 ? fmt::format(
                              "SigQ {}/{} (queued signals of the process's user / its "
@@ -106,6 +110,7 @@ nlohmann::ordered_json render_json(const InspectReport& r, const WatchResult* wa
   j["pid"] = r.pid;
   j["name"] = r.name;
   j["window_ns"] = r.window_ns;
+  j["fdinfo_readable"] = r.fdinfo_readable;
   auto& threads = j["threads"] = nlohmann::ordered_json::array();
   for (const auto& t : r.threads)
     threads.push_back({{"tid", t.tid}, {"name", t.name}, {"policy", t.policy}, {"busy", t.busy}});

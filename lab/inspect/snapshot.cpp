@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -316,10 +317,21 @@ ProcessSnapshot read_process(pid_t pid) {
   // signalfds. fdinfo may be unreadable for another user's process even
   // where status is readable: then say so rather than report "none".
   const std::string fdinfo = base + "/fdinfo";
-  for (const pid_t fd : list_numeric(fdinfo, pid)) {
-    const auto text = read_file(fdinfo + "/" + std::to_string(fd));
-    if (!text) continue;  // closed meanwhile
-    if (auto mask = parse_signalfd_fdinfo(*text)) process.signalfds.push_back({fd, *mask});
+  if (DIR* dir = ::opendir(fdinfo.c_str())) {
+    std::vector<int> fds;
+    while (const dirent* entry = ::readdir(dir))
+      if (entry->d_name[0] >= '0' && entry->d_name[0] <= '9')
+        fds.push_back(static_cast<int>(std::strtol(entry->d_name, nullptr, 10)));
+    ::closedir(dir);
+    for (const int fd : fds) {
+      const auto text = read_file(fdinfo + "/" + std::to_string(fd));
+      if (!text) continue;  // closed meanwhile
+      if (auto mask = parse_signalfd_fdinfo(*text)) process.signalfds.push_back({fd, *mask});
+    }
+  } else if (errno == EACCES || errno == EPERM) {
+    process.fdinfo_readable = false;  // status was readable: report without signalfds
+  } else {
+    fail_read(pid, fdinfo, errno);
   }
   std::sort(process.signalfds.begin(), process.signalfds.end(),
             [](const auto& a, const auto& b) { return a.fd < b.fd; });

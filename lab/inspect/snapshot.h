@@ -92,6 +92,9 @@ struct ProcessSnapshot {
   std::vector<ThreadSnapshot> threads;  // list order; the main thread first when alive
   std::uint64_t shared_pending = 0;     // ShdPnd: pending for the process
   std::vector<SignalfdSnapshot> signalfds;
+  // False when /proc/PID/fdinfo could not be listed (another user's process
+  // without ptrace-read access): signalfds is then unknown, not empty.
+  bool fdinfo_readable = true;
   // SigQ: signals queued for the process's real user (all of that user's
   // processes) / the limit that applies; -1 when absent.
   long queued = -1;
