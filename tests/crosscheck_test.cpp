@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -164,6 +165,33 @@ TEST(Crosscheck, AToolThatFailsFailsTheRowWithItsOutput) {
   EXPECT_EQ(r.status, ScenarioResult::Status::failed);
   EXPECT_NE(r.reason.find("pmqtest exited with 1"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("could not open POSIX message queue"), std::string::npos) << r.reason;
+}
+
+// A tool that never finishes is stopped at its time limit (100 loops of
+// 1 ms: 10.2 s), and the row fails saying so: the run never hangs.
+TEST(Crosscheck, AToolThatHangsIsStoppedAtItsTimeLimit) {
+  const std::string dir = ::testing::TempDir() + "crosscheck-hanging-tool";
+  ::mkdir(dir.c_str(), 0700);
+  const std::string tool = dir + "/ptsematest";
+  {
+    std::ofstream script(tool);
+    script << "#!/bin/sh\nexec sleep 120\n";
+  }
+  ASSERT_EQ(::chmod(tool.c_str(), 0700), 0);
+  const std::string path = dir + ":/usr/bin:/bin";  // sleep
+  ASSERT_EQ(::setenv("PATH", path.c_str(), 1), 0);
+  RunOptions options = crosscheck_options("crosscheck/ptsematest:impl=rt-tests");
+  const auto start = std::chrono::steady_clock::now();
+  const RunResults results = run_scenarios(options, select_scenarios(options));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(results.scenarios.size(), 1u);
+  const ScenarioResult& r = results.scenarios[0];
+  EXPECT_EQ(r.status, ScenarioResult::Status::failed);
+  EXPECT_NE(r.reason.find("ptsematest did not finish within 10.2 s"), std::string::npos)
+      << r.reason;
+  EXPECT_GE(took, 10.0);  // the limit, then the row fails: no retry of the repetitions
+  EXPECT_LT(took, 60.0);
 }
 
 }  // namespace
