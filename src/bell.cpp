@@ -75,7 +75,12 @@ void Bell::ring() noexcept {
   // atomically with setting rung: that is what makes the wake decision
   // race-free. After this line the word is not touched again (lifetime).
   const uint32_t old = word_.fetch_or(kRung, std::memory_order_release);
-  if ((old & kRung) == 0 && (old & kWaiterMask) != 0) {
+  // Wake whenever waiters are counted, rung or not: the waiter an earlier
+  // ring() woke may have been killed before it took the ring, and then only
+  // this wake reaches the live sleepers (bell.h, "Dead waiters"). When the
+  // Bell was already rung by a live waiter's wake, this one is spurious for
+  // whoever it wakes, who finds the ring taken and sleeps again.
+  if ((old & kWaiterMask) != 0) {
     const int saved_errno = errno;
     const int rc = sys::futex_wake(reinterpret_cast<const uint32_t*>(this), 1, scope_of(old));
     // EFAULT: the waiter already unmapped the Bell (allowed, see bell.h).
