@@ -83,6 +83,12 @@ struct alignas(64) Progress {
   std::atomic<uint64_t> calls{0};
 };
 
+uint64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 uint64_t coarse_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -99,6 +105,7 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
   std::vector<Tally> tallies(threads);
   std::unique_ptr<Progress[]> progress(new Progress[threads]);
   std::vector<uint64_t> sinks(threads);
+  std::vector<uint64_t> cpu_ns(threads), worker_calls(threads);
   std::vector<std::thread> workers;
   workers.reserve(threads);
   for (int id = 0; id < threads; ++id) {
@@ -107,6 +114,7 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
       uint64_t x = 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(id);
       uint64_t calls = 0;
       ready.fetch_add(1);
+      const uint64_t cpu0 = thread_cpu_ns();
       while (!stop.load(std::memory_order_relaxed)) {
         for (int i = 0; i < kBatch; ++i) {
           for (int k = 0; k < iterations; ++k)
@@ -117,6 +125,8 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
         calls += kBatch;
         progress[id].calls.store(calls, std::memory_order_relaxed);
       }
+      cpu_ns[id] = thread_cpu_ns() - cpu0;
+      worker_calls[id] = calls;
       sinks[id] = x;
     });
   }
@@ -154,6 +164,18 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
   const CheckResult r = check(tallies, burst, kIntervalNs, starts);
   ctx.counter("calls_per_s", static_cast<double>(end_calls - start_calls) * 1e9 /
                                  static_cast<double>(end_ns - start_ns));
+  // CPU time per call of each worker (thread CPU clock, whole run): unlike
+  // the wall-clock p50, it does not count time the workers spent off the
+  // CPU, so it still compares designs on a loaded machine (at T = 1; with
+  // more threads than free cores, threads seldom run at once and contention
+  // is under-counted).
+  uint64_t all_cpu = 0, all_calls = 0;
+  for (int i = 0; i < threads; ++i) {
+    all_cpu += cpu_ns[i];
+    all_calls += worker_calls[i];
+  }
+  ctx.counter("cpu_ns_per_call",
+              all_calls == 0 ? 0.0 : static_cast<double>(all_cpu) / static_cast<double>(all_calls));
   ctx.counter("admitted_pct",
               r.admitted + r.denied == 0 ? 0.0 : 100.0 * r.admitted / (r.admitted + r.denied));
   ctx.counter("denied", static_cast<double>(r.denied));
