@@ -279,10 +279,13 @@ changed:
 #endif
 }
 
-template <typename Hooks, bool kSharded>
+template <typename Hooks, bool kSharded, bool kProcessShared = false>
 class BasicRateLimiter {
  public:
   static constexpr unsigned kSlots = kRateLimitSlots;
+  // Process-shared limiters never use the unlocked owner updates: threads of
+  // two processes may own the same slot index.
+  static constexpr uint32_t kCellMask = kProcessShared ? kRateLimitSharedCell : 0;
 
   // Disabled: never limits. Same as a zero-filled object.
   constexpr BasicRateLimiter() noexcept = default;
@@ -478,7 +481,9 @@ class BasicRateLimiter {
   // that nothing is live across the call and the hot paths need no saved
   // register (the disabled path included).
   bool count_miss(uint32_t n) noexcept {
-    const uint32_t offset = tl_rate_limit_slot;
+    // Process-shared limiters set the "shared cell" bit here (kCellMask):
+    // every denial takes the atomic path.
+    const uint32_t offset = tl_rate_limit_slot | kCellMask;
     if (!rate_limit_slot_owned(offset)) [[unlikely]]
       return count_shared_miss(n);
     Hooks::point(RateLimitRacePoint::before_miss);
@@ -488,7 +493,7 @@ class BasicRateLimiter {
   [[gnu::noinline, gnu::cold]] bool count_shared_miss(uint32_t n) noexcept {
     const uint32_t offset = rate_limit_slot_offset();
     Hooks::point(RateLimitRacePoint::before_miss);
-    if (rate_limit_slot_owned(offset)) {
+    if (rate_limit_slot_owned(offset) && !kProcessShared) {
       owner_add(cell_at(offset).missed, n);
     } else {
       cell_at(offset).missed.fetch_add(n, std::memory_order_relaxed);
@@ -595,7 +600,7 @@ class BasicRateLimiter {
     const uint32_t window = static_cast<uint32_t>(full);
     // Threads that share a cell, and a thread's first call, take the
     // refill path (out of line, atomic RMWs on the shared cell).
-    const uint32_t offset = tl_rate_limit_slot;
+    const uint32_t offset = tl_rate_limit_slot | kCellMask;
     if (!rate_limit_slot_owned(offset)) [[unlikely]]
       return refill<kReport>(full);
     Cell& cell = cell_at(offset);
@@ -623,7 +628,7 @@ class BasicRateLimiter {
     const uint32_t window = static_cast<uint32_t>(full);
     const uint32_t offset = rate_limit_slot_offset();
     Cell& cell = cell_at(offset);
-    const bool owned = rate_limit_slot_owned(offset);
+    const bool owned = rate_limit_slot_owned(offset) && !kProcessShared;
     uint64_t l = cell.lease.load(std::memory_order_relaxed);
     // Tokens leased for the caller's window or a newer one can be spent.
     while (count_part(l) > 0 && charged_to(window, window_part(l))) {
@@ -711,6 +716,10 @@ class BasicRateLimiter {
 using RateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, false>;
 // Sharded mode: per-slot leases of RateLimitOptions::lease tokens.
 using ShardedRateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, true>;
+// For a limiter in memory shared by several processes (see "Lifetime, fork,
+// processes"): every cell update is an atomic read-modify-write.
+using ProcessSharedRateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, false, true>;
+using ProcessSharedShardedRateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, true, true>;
 
 // The default clock's resolution (clock_getres(CLOCK_MONOTONIC_COARSE)), in
 // nanoseconds. Intervals much shorter than this need allow_at().
