@@ -39,9 +39,12 @@
 //    only when another caller opened a newer window in between. allow(n)
 //    with n > 1 is lock-free (it retries a CAS when another caller changed
 //    the count in between, i.e. when someone else made progress).
-//  - Denials do no write to the shared word: a denied call loads the shared
-//    word and adds one to this thread's own miss counter (a per-thread slot
-//    on its own cache line; see "Slots").
+//  - Denials do no write to the shared word and execute no locked
+//    instruction: a denied call loads the shared word and adds one to this
+//    thread's own miss counter with a plain (unlocked) add, on a cache line
+//    only this thread writes (see "Slots"). The exceptions: threads beyond
+//    the 16 that own a slot, and the ProcessShared types, use an atomic add
+//    on their own line.
 //  - Exact suppression accounting: every denied event is counted once. The
 //    count of events denied since the last report is handed, once, to the
 //    check()/check_at() caller that opens a new window (Verdict::suppressed,
@@ -63,23 +66,36 @@
 //    counted; windows still roll over so the suppressed count is reported).
 //
 // Slots
-//  Each limiter has kSlots (16) per-thread slots, each on its own cache line.
-//  A thread uses slot (thread number % kSlots); thread numbers are handed out
-//  in order of each thread's first call to any RateLimiter. Up to 16 threads
-//  therefore never share a slot; beyond that, slots are shared (still exact:
-//  slot updates are atomic read-modify-writes on a line that is not the
-//  shared word's). A limiter occupies 1088 bytes. For very many limiters
-//  (one per flow), prefer a few limiters keyed by class.
+//  Each limiter has kSlots (16) slots, each on its own cache line, each with
+//  two cells {denied count, sharded lease}: the owner's and the sharers'.
+//  On its first call to any limiter a thread claims one of 16 process-wide
+//  slot numbers for good (until it exits): one never claimed, one whose
+//  owner has exited (checked with tgkill(pid, tid, 0)), in every limiter.
+//  Only the owner, and signal handlers running on it, write the owner cell,
+//  so the owner updates it with single unlocked instructions (x86-64 `add`
+//  and `cmpxchg` without `lock`; a signal arrives between instructions,
+//  never inside one, so a handler's update is never lost or doubled; other
+//  architectures use the atomic operations). A locked instruction costs a
+//  store-buffer drain even on a line no other core holds: that was most of
+//  the cost of a denial. Threads that find all 16 slots owned by live
+//  threads share the second cells (slot = arrival order % 16), with atomic
+//  read-modify-writes: still exact, a locked add per denial. After fork()
+//  the child's thread keeps its slot (pthread_atfork; a child of a raw
+//  clone() or _Fork() that calls a limiter is not covered). A limiter
+//  occupies 1088 bytes. For very many limiters (one per flow), prefer a few
+//  limiters keyed by class.
 //
 // ShardedRateLimiter (same interface; RateLimitOptions::lease)
 //  For limiters that are hot and rarely limiting. A thread's slot leases
 //  `lease` tokens at a time from the shared word and then admits from its
 //  slot without touching the shared word. Exactness is kept (tokens are
 //  handed out from the shared word at most `burst` per window). The price is
-//  bounded under-admission: tokens leased to a slot whose threads stop
+//  bounded under-admission: tokens leased to a cell whose threads stop
 //  calling are stranded until the window ends, so a window may deny calls
 //  while up to kSlots * (lease - 1) of its `burst` tokens sit unused in other
-//  slots. allow(n) with n > 1 always goes to the shared word.
+//  owners' cells (2 * kSlots * (lease - 1) with more than 16 threads, whose
+//  shared cells lease too). An owner takes a leased token with one unlocked
+//  cmpxchg. allow(n) with n > 1 always goes to the shared word.
 //
 // Timestamps and the default clock
 //  allow()/check() read detail::coarse_now_ns(): CLOCK_MONOTONIC_COARSE
@@ -125,15 +141,22 @@
 // Async-signal-safety
 //  Every member function except the constructors is async-signal-safe and
 //  noexcept: no allocation, no lock, no errno change (clock_gettime on the
-//  vDSO does not fail). The first call on a thread assigns its thread
-//  number with an atomic increment (also async-signal-safe).
+//  vDSO does not fail). The first call on a thread claims its slot with
+//  gettid, at most 16 tgkill(.., 0) and a CAS (async-signal-safe, errno
+//  preserved). A signal handler that interrupts an outer call on the same
+//  thread and calls the same limiter is counted exactly (tests:
+//  SignalHandlerMidCall_*).
 //
 // Lifetime, fork, processes
 //  Not copyable or movable. Destroy it only when no thread can call it.
 //  fork(): the child gets a copy with the same counts; nothing to re-arm.
-//  It works in shared memory across processes only with allow_at() and a
-//  clock both processes share (CLOCK_MONOTONIC is), and with thread numbers
-//  that may collide across processes (still exact, slots are atomic).
+//  Across processes (a limiter in shared memory) use
+//  ProcessSharedRateLimiter / ProcessSharedShardedRateLimiter: slot owners
+//  are per process, so threads of two processes may own the same slot, and
+//  these types update every cell atomically (exact; a locked add per
+//  denial). A plain RateLimiter in shared memory still admits exactly, but
+//  may lose denied counts. Either way, only with allow_at() and a clock both
+//  processes share (CLOCK_MONOTONIC is).
 #pragma once
 
 #include <atomic>
