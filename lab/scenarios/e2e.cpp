@@ -507,7 +507,7 @@ std::vector<Scenario> make_scenarios() {
   const Policy policies[] = {Policy::stock, Policy::receiver_other, Policy::receiver_fifo,
                              Policy::every_thread};
   for (const MainState main_state : {MainState::busy, MainState::asleep}) {
-    for (const int threads : {0, 2, 8, 32}) {
+    for (const int threads : {0, 2, 8, 32, 64}) {  // 64: full suite (./run scale-bench)
       for (const Policy policy : policies) {
         Scenario s;
         s.name = scenario_name(threads, policy, main_state);
