@@ -110,8 +110,8 @@
 // budget is Options::spin, which is no spin). It is for users who trade a
 // CPU for latency: an event that arrives during the spin is taken without
 // the receiver's wake-up (a sleep in poll(2), the scheduler's wake-up of
-// this thread, and for an idle CPU its exit from the idle state), which is
-// most of the handler mechanism's latency. What it costs and when it helps:
+// this thread, and for an idle CPU its exit from the idle state). What it
+// costs and when it helps (measured: docs/signals.md, "What we measured"):
 //   - it burns the receiving CPU for the whole budget, also when nothing
 //     comes: a budget is a bet that an event follows soon after the
 //     previous one (or after the caller entered receive());
