@@ -28,20 +28,13 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "cpu_relax.h"
 #include "deadline.h"
 #include "sys/error.h"
 #include "sys/futex.h"
 
 namespace doorbell {
 namespace {
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 inline sys::FutexScope scope_of(uint32_t word) noexcept {
   return (word & Bell::kPrivate) ? sys::FutexScope::process_private : sys::FutexScope::shared;
@@ -126,7 +119,7 @@ bool Bell::wait_impl(const void* deadline_ptr, Spin spin) noexcept {
   const auto* deadline = static_cast<const timespec*>(deadline_ptr);
   if (try_wait()) return true;
   for (uint32_t i = 0; i < spin.iterations; ++i) {
-    cpu_relax();
+    detail::cpu_relax();
     if ((word_.load(std::memory_order_relaxed) & kRung) && try_wait()) return true;
   }
   // Register as a waiter, unless a ring arrives meanwhile (then take it).
