@@ -10,8 +10,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <stdexcept>
 #include <filesystem>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -378,29 +379,72 @@ TEST(PartitionWindowRun, FirstRun_SeenWithin500usOfItsSchedSwitch) {
   std::filesystem::remove_all(dir);
 }
 
-// Frame 0 is measured like every other frame: its windows are stopped (not
-// overtaken by the next resume) and their first run is seen. With the
-// freezer, the start-up SIGSTOP/SIGCONT handshake must be over first.
-void frame_zero_measured(SuspendMethod method) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
-  const std::string dir = temp_dir();
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    Scheduler scheduler(busy_pair(dir, method, 4));
-    RunOptions options;
-    options.frames = 3;
-    const RunReport report = scheduler.run(options);
-    ASSERT_GE(report.windows.size(), 2u);
-    for (const WindowRecord& w : report.windows) {
-      if (w.frame != 0) continue;
-      EXPECT_NE(w.stopped_ns, 0) << "frame 0 partition " << w.partition << " not measured";
-      EXPECT_FALSE(w.never_stopped)
-          << "frame 0 partition " << w.partition << ": suspension never completed (stop latency "
-          << w.stop_latency_ns() / 1000 << " us)";
-      EXPECT_GE(w.stop_latency_ns(), 0);
-    }
-    if (report.method == "freezer" && !report.warnings.empty())
-      for (const auto& warning : report.warnings) ADD_FAILURE() << warning;
+// When the partitions' execve ran, from sched_process_exec (a tracing
+// instance of the test's own).
+class Execs {
+ public:
+  Execs()
+      : formats_(std::vector<sys::tracefs::EventName>{{"sched", "sched_process_exec"}}),
+        instance_("wintestexec") {
+    instance_.tracing_off();
+    if (!instance_.write("trace_clock", "mono")) throw std::runtime_error("no trace_clock mono");
+    if (!instance_.enable("sched", "sched_process_exec"))
+      throw std::runtime_error("no sched_process_exec");
+    instance_.write("trace", "");
+    instance_.tracing_on();
   }
+  // Stops recording; pid -> time of its (last) exec.
+  std::map<pid_t, int64_t> stop() {
+    instance_.tracing_off();
+    std::map<pid_t, int64_t> execs;
+    const int id = formats_.id("sched", "sched_process_exec");
+    instance_.read(formats_, [&](const sys::tracefs::RawEvent& e) {
+      if (e.id == id)
+        execs[static_cast<pid_t>(e.number("pid").value_or(0))] = static_cast<int64_t>(e.ts_ns);
+    });
+    return execs;
+  }
+
+ private:
+  sys::tracefs::EventFormats formats_;
+  sys::tracefs::Instance instance_;
+};
+
+// Frame 0 is measured like every other frame. Its windows must not hold the
+// partitions' start-up: the execve (page faults, file reads that no stop
+// interrupts: a partition in them cannot be stopped at its window's end) and,
+// for the freezer, the start-up SIGSTOP/SIGCONT handshake. So every
+// partition's exec happens before frame 0 starts, and frame 0's windows have
+// a measured stop and a measured first run. (Whether a stop is late is the
+// machine's load; it is not asserted.)
+void frame_zero_measured(SuspendMethod method) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (tracing)";
+  const std::string dir = temp_dir();
+  Scheduler scheduler(busy_pair(dir, method, 4));
+  lab::SchedSwitchWindows source;
+  RunOptions options;
+  options.frames = 3;
+  options.observer = &source;
+  Execs execs;
+  const RunReport report = scheduler.run(options);
+  const std::map<pid_t, int64_t> exec_at = execs.stop();
+  ASSERT_EQ(report.pids.size(), 2u);
+  for (std::size_t i = 0; i < report.pids.size(); ++i) {
+    const auto it = exec_at.find(report.pids[i]);
+    ASSERT_NE(it, exec_at.end()) << "no exec traced for partition " << i;
+    EXPECT_LT(it->second, report.start_ns)
+        << "partition " << i << " ran its exec " << (it->second - report.start_ns) / 1000
+        << " us into the schedule (frame 0 starts at 0)";
+  }
+  std::size_t frame_zero = 0;
+  for (const WindowRecord& w : report.windows) {
+    if (w.frame != 0) continue;
+    ++frame_zero;
+    EXPECT_NE(w.stopped_ns, 0) << "frame 0 partition " << w.partition << ": no stop measured";
+    EXPECT_NE(w.first_run_ns, 0) << "frame 0 partition " << w.partition << ": no first run";
+  }
+  EXPECT_EQ(frame_zero, 2u);
+  for (const auto& warning : report.warnings) ADD_FAILURE() << "warning: " << warning;
   std::filesystem::remove_all(dir);
 }
 

@@ -61,10 +61,13 @@
 //   (given_up_ns, PartitionSummary::given_up_percent).
 //
 // Start-up
-//   Every partition is started, suspended, and settled (for the freezer:
-//   frozen again after the start-up SIGCONT, its CLD_CONTINUED report
-//   consumed) before frame 0's clock starts, so frame 0 is measured like
-//   every other frame.
+//   Before frame 0's clock starts every partition is started, suspended and
+//   settled: for the freezer, frozen again after the start-up SIGCONT (its
+//   CLD_CONTINUED report consumed); and a command partition is resumed
+//   through its execve (the close-on-exec error pipe's end of file says it
+//   is done) and suspended again, since an exec's page faults and file reads
+//   are not interrupted by a stop. So frame 0 is measured like every other
+//   frame. A start-up that takes over 5 s is left to frame 0, with a warning.
 //
 // Safety
 //   Before any partition exists a guardian process is forked. Every
@@ -184,8 +187,10 @@ int64_t stop_lead_ns(std::vector<int64_t> recent, int64_t max_lead_ns, int64_t w
 class WindowObserver {
  public:
   virtual ~WindowObserver() = default;
-  // Once, when every partition is started and suspended (none has run its
-  // own code yet) and before frame 0's clock starts. pids: per partition.
+  // Once, when every partition is started and suspended, before the
+  // start-up exec (see "Start-up": no partition has run its own code or
+  // made a thread yet) and before frame 0's clock starts. pids: per
+  // partition.
   virtual void partitions_started(const std::vector<pid_t>& pids) = 0;
   // Once, after the last window was measured and before the partitions are
   // killed or released and before the summaries are made. May set
