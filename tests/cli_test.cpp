@@ -214,6 +214,20 @@ TEST(Cli, BenchJsonDashWritesOnlyJsonToStdout) {
   EXPECT_EQ(std::filesystem::exists("-"), before);
 }
 
+TEST(Cli, PartitionRunJsonDashWritesOnlyJsonToStdout) {
+  // SIGSTOP windows without SCHED_FIFO: needs neither root nor a cgroup.
+  const auto r =
+      run_doorbell({"partition", "run",
+                    std::string(DOORBELL_SOURCE_DIR) + "/examples/schedules/two_partitions.toml",
+                    "--frames", "2", "--method", "sigstop", "--no-fifo", "--json", "-"});
+  ASSERT_EQ(r.exit_code(), 0) << r.describe();
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;
+  EXPECT_EQ(j["frames"], 2);
+  // The summary table went to stderr.
+  EXPECT_NE(r.err.find("overrun50"), std::string::npos) << r.err;
+}
+
 TEST(Cli, CsvDashIsAUsageError) {
   const auto r =
       run_doorbell({"bench", "--quick", "--filter", "ladder/syscall_getpid", "--csv", "-"});

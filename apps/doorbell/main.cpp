@@ -56,7 +56,8 @@ const std::string& version_text() {
 // --version on every command at every depth, so `doorbell bench --version`
 // answers like `doorbell --version` (help2man and packagers ask either).
 void add_version_flags(CLI::App& app) {
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+  // Nameless subcommands are CLI11 option groups, not commands.
+  for (CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_name().empty(); })) {
     sub->set_version_flag("--version", version_text(), "Print the doorbell version and exit");
     add_version_flags(*sub);
   }
