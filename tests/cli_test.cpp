@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,6 +16,7 @@
 namespace {
 
 using doorbell::test::run_doorbell;
+using doorbell::test::run_program;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -113,6 +115,183 @@ TEST(Cli, QuickLadderWritesParsableJsonAndCsv) {
   const std::string csv = slurp(csv_path);
   EXPECT_EQ(csv.rfind("scenario,group,params,clock,status,metric", 0), 0u);
   EXPECT_NE(csv.find("ladder/syscall_getpid"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- conventions
+// help, --version everywhere, --json -, the man page, the bash completion
+// (apps/doorbell/command.h).
+
+// Every command, at every depth, as the words that name it.
+const std::vector<std::vector<std::string>> kCommands = {
+    {},          {"bench"},     {"report"},           {"guide"},
+    {"trace"},   {"partition"}, {"partition", "run"}, {"partition", "check"},
+    {"inspect"}, {"help"},      {"completion"}};
+
+TEST(Cli, HelpCommandPrintsWhatHelpFlagPrints) {
+  for (const auto& words : kCommands) {
+    std::vector<std::string> help{"help"}, flag = words;
+    help.insert(help.end(), words.begin(), words.end());
+    flag.push_back("--help");
+    const auto by_command = run_doorbell(help);
+    const auto by_flag = run_doorbell(flag);
+    ASSERT_EQ(by_command.exit_code(), 0) << by_command.describe();
+    ASSERT_EQ(by_flag.exit_code(), 0) << by_flag.describe();
+    EXPECT_EQ(by_command.out, by_flag.out) << testing::PrintToString(words);
+    EXPECT_NE(by_command.out.find("Usage: doorbell"), std::string::npos) << by_command.out;
+    EXPECT_TRUE(by_command.err.empty()) << by_command.err;
+  }
+  const auto top = run_doorbell({"help"});
+  for (const char* command :
+       {"bench", "report", "guide", "trace", "partition", "inspect", "help", "completion"})
+    EXPECT_NE(top.out.find(command), std::string::npos) << command;
+  EXPECT_NE(run_doorbell({"help", "bench"}).out.find("--filter"), std::string::npos);
+  EXPECT_NE(run_doorbell({"help", "partition", "run"}).out.find("--frames"), std::string::npos);
+}
+
+TEST(Cli, HelpAllShowsEveryCommandUnderItsHeading) {
+  const auto r = run_doorbell({"--help-all"});
+  ASSERT_EQ(r.exit_code(), 0) << r.describe();
+  EXPECT_EQ(r.out.rfind(run_doorbell({"--help"}).out, 0), 0u) << "starts with the top help";
+  for (const char* heading : {"\ndoorbell bench:\n", "\ndoorbell partition:\n",
+                              "\ndoorbell partition run:\n", "\ndoorbell completion:\n"})
+    EXPECT_NE(r.out.find(heading), std::string::npos) << heading;
+  EXPECT_NE(r.out.find("--frames"), std::string::npos);
+}
+
+TEST(Cli, HelpOfAnUnknownCommandIsAUsageError) {
+  auto r = run_doorbell({"help", "no-such-command"});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_NE(r.err.find("no command 'no-such-command'"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  r = run_doorbell({"help", "partition", "stop"});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_NE(r.err.find("no command 'partition stop'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, VersionOnEveryCommand) {
+  const auto top = run_doorbell({"--version"});
+  ASSERT_EQ(top.exit_code(), 0) << top.describe();
+  ASSERT_EQ(top.out.rfind("doorbell ", 0), 0u) << top.out;
+  for (const auto& words : kCommands) {
+    // Before and after the required arguments a command has: --version wins.
+    for (const auto& tail :
+         std::vector<std::vector<std::string>>{{"--version"}, {"x.toml", "--version"}}) {
+      if (words.empty() && tail.size() > 1) continue;
+      std::vector<std::string> args = words;
+      args.insert(args.end(), tail.begin(), tail.end());
+      const auto r = run_doorbell(args);
+      if (tail.size() > 1 && r.exit_code() == 2) continue;  // takes no such argument
+      EXPECT_EQ(r.exit_code(), 0) << testing::PrintToString(args) << ": " << r.describe();
+      EXPECT_EQ(r.out, top.out) << testing::PrintToString(args);
+    }
+  }
+}
+
+TEST(Cli, BadFlagOnASubcommandStillFailsClearly) {
+  for (const auto& words : kCommands) {
+    std::vector<std::string> args = words;
+    args.push_back("--no-such-flag");
+    const auto r = run_doorbell(args);
+    EXPECT_EQ(r.exit_code(), 2) << testing::PrintToString(args) << ": " << r.describe();
+    EXPECT_NE(r.err.find("no-such-flag"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, BenchJsonDashWritesOnlyJsonToStdout) {
+  const auto before = std::filesystem::exists("-");
+  const auto r = run_doorbell(
+      {"bench", "--quick", "--repeat", "1", "--filter", "ladder/syscall_getpid", "--json", "-"});
+  ASSERT_EQ(r.exit_code(), 0) << r.describe();
+  // All of stdout is one JSON document (parse throws on anything beside it).
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;
+  EXPECT_EQ(j["schema"], "doorbell-results");
+  ASSERT_EQ(j["scenarios"].size(), 1u);
+  EXPECT_EQ(j["scenarios"][0]["name"], "ladder/syscall_getpid");
+  // The table went to stderr, and no file named "-" was written.
+  EXPECT_NE(r.err.find("getpid"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("results (JSON)"), std::string::npos) << r.err;
+  EXPECT_EQ(std::filesystem::exists("-"), before);
+}
+
+TEST(Cli, PartitionRunJsonDashWritesOnlyJsonToStdout) {
+  // SIGSTOP windows without SCHED_FIFO: needs neither root nor a cgroup.
+  const auto r =
+      run_doorbell({"partition", "run",
+                    std::string(DOORBELL_SOURCE_DIR) + "/examples/schedules/two_partitions.toml",
+                    "--frames", "2", "--method", "sigstop", "--no-fifo", "--json", "-"});
+  ASSERT_EQ(r.exit_code(), 0) << r.describe();
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;
+  EXPECT_EQ(j["frames"], 2);
+  // The summary table went to stderr.
+  EXPECT_NE(r.err.find("overrun50"), std::string::npos) << r.err;
+}
+
+TEST(Cli, CsvDashIsAUsageError) {
+  const auto r =
+      run_doorbell({"bench", "--quick", "--filter", "ladder/syscall_getpid", "--csv", "-"});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_NE(r.err.find("--json -"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(Cli, ManPageRenders) {
+#ifndef DOORBELL_MAN_PAGE
+  GTEST_SKIP() << "help2man was not found when this tree was configured: no man page";
+#else
+  ASSERT_TRUE(std::filesystem::exists(DOORBELL_MAN_PAGE)) << DOORBELL_MAN_PAGE;
+  const auto r =
+      run_program({"man", "-l", DOORBELL_MAN_PAGE},
+                  {.environment = std::vector<std::string>{"PATH=/usr/bin:/bin", "MANPAGER=cat",
+                                                           "MANWIDTH=100", "LANG=C.UTF-8"}});
+  ASSERT_EQ(r.exit_code(), 0) << r.describe();
+  for (const char* want :
+       {"NAME", "doorbell", "SYNOPSIS", "bench", "--json", "partition", "--version", "completion"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+#endif
+}
+
+#ifdef DOORBELL_BASH_COMPLETION
+// What the bash completion offers for COMP_WORDS = words, the cursor on the last.
+std::string complete(const std::vector<std::string>& words) {
+  std::string array;
+  for (const auto& w : words) array += " '" + w + "'";
+  const std::string script = std::string("source '") + DOORBELL_BASH_COMPLETION +
+                             "' && COMP_WORDS=(" + array +
+                             ") && COMP_CWORD=" + std::to_string(words.size() - 1) +
+                             " && _doorbell && echo \"${COMPREPLY[*]}\"";
+  const auto r = run_program({"bash", "--norc", "-c", script});
+  EXPECT_EQ(r.exit_code(), 0) << r.describe();
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  return r.out;
+}
+#endif
+
+TEST(Cli, BashCompletionCompletesTheCommandTree) {
+#ifndef DOORBELL_BASH_COMPLETION
+  GTEST_SKIP() << "no doorbell CLI in this build";
+#else
+  EXPECT_EQ(complete({"doorbell", "be"}), "bench\n");
+  EXPECT_EQ(complete({"doorbell", "p"}), "partition\n");
+  EXPECT_EQ(complete({"doorbell", "partition", "r"}), "run\n");
+  EXPECT_EQ(complete({"doorbell", "--ver"}), "--version\n");
+  EXPECT_EQ(complete({"doorbell", "bench", "--su"}), "--suite\n");
+  EXPECT_EQ(complete({"doorbell", "bench", "--suite", ""}), "default full\n");
+  // A value is not a subcommand: after --filter comes a glob, then options again.
+  EXPECT_EQ(complete({"doorbell", "bench", "--filter", "x", "--qu"}), "--quick\n");
+  EXPECT_EQ(complete({"doorbell", "partition", "run", "--no-"}), "--no-fifo --no-verify\n");
+  EXPECT_EQ(complete({"doorbell", "help", "part"}), "partition\n");
+  EXPECT_EQ(complete({"doorbell", "help", "partition", "c"}), "check\n");
+  EXPECT_EQ(complete({"doorbell", "completion", "b"}), "bash\n");
+  // Every command the CLI has is offered at the top.
+  const std::string top = complete({"doorbell", ""});
+  for (const char* command :
+       {"bench", "report", "guide", "trace", "partition", "inspect", "help", "completion"})
+    EXPECT_NE(top.find(command), std::string::npos) << command << ": " << top;
+  // The installed script is what `doorbell completion bash` prints.
+  EXPECT_EQ(slurp(DOORBELL_BASH_COMPLETION), run_doorbell({"completion", "bash"}).out);
+#endif
 }
 
 }  // namespace

@@ -71,6 +71,8 @@ void run_bench(const BenchOptions& o) {
   // Decide where results go before running, so a bad path fails early.
   std::string json_path = o.json_path;
   std::string csv_path = o.csv_path;
+  if (is_stdout(csv_path))
+    throw UsageError("--csv takes a file; '--json -' writes the results to stdout");
   std::string out_dir;
   if (json_path.empty() && csv_path.empty()) {
     out_dir = o.out_dir.empty() ? default_out_dir() : o.out_dir;
@@ -81,16 +83,23 @@ void run_bench(const BenchOptions& o) {
     json_path = out_dir + "/results.json";
     csv_path = out_dir + "/results.csv";
   }
+  // With --json - stdout carries the JSON alone; the table and the lines that
+  // say where files went go to stderr (command.h).
+  const bool json_to_stdout = is_stdout(json_path);
+  std::ostream& human = json_to_stdout ? std::cerr : std::cout;
   const lab::RunResults results = lab::run_scenarios(options, selected);
-  lab::print_table(results, std::cout);
-  std::cout << "\n";
-  if (!json_path.empty()) {
+  lab::print_table(results, human);
+  human << "\n";
+  if (json_to_stdout) {
+    std::cout << lab::to_json(results, DOORBELL_VERSION).dump(1) << "\n" << std::flush;
+    if (!std::cout) throw std::runtime_error("cannot write the results (JSON) to stdout");
+  } else if (!json_path.empty()) {
     lab::write_json(results, DOORBELL_VERSION, json_path);
-    std::cout << "results (JSON): " << json_path << "\n";
+    human << "results (JSON): " << json_path << "\n";
   }
   if (!csv_path.empty()) {
     lab::write_csv(results, csv_path);
-    std::cout << "results (CSV):  " << csv_path << "\n";
+    human << "results (CSV):  " << csv_path << "\n";
   }
   if (!out_dir.empty()) {
     // The HTML report beside the results; a report that cannot be drawn
@@ -99,7 +108,7 @@ void run_bench(const BenchOptions& o) {
     try {
       report::write_html_report({lab::results_from_json(lab::to_json(results, DOORBELL_VERSION))},
                                 report_path);
-      std::cout << "report (HTML):  " << report_path << "\n";
+      human << "report (HTML):  " << report_path << "\n";
     } catch (const std::exception& e) {
       std::cerr << "doorbell bench: no HTML report: " << e.what() << "\n";
     }
@@ -129,7 +138,8 @@ const CommandRegistrar kBench{
           ->check(CLI::Range(1, 1000));
       cmd->add_option("--suite", options->suite, "Which suite runs without --filter")
           ->check(CLI::IsMember({"default", "full"}));
-      cmd->add_option("--json", options->json_path, "Write the results as JSON to FILE");
+      cmd->add_option("--json", options->json_path,
+                      "Write the results as JSON to FILE; '-': to stdout, and the table to stderr");
       cmd->add_option("--csv", options->csv_path, "Write the results as CSV to FILE");
       cmd->add_option("--out", options->out_dir,
                       "Directory for results.json and results.csv when neither --json nor --csv is "

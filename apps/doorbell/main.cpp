@@ -36,19 +36,53 @@ void set_exit_code(int code) {
   exit_code() = code;
 }
 
+StdoutToStderr::StdoutToStderr() : saved_(std::cout.rdbuf()) {
+  std::cout.flush();
+  std::cout.rdbuf(std::cerr.rdbuf());
+}
+
+StdoutToStderr::~StdoutToStderr() {
+  std::cout.flush();
+  std::cout.rdbuf(saved_);
+}
+
+namespace {
+
+const std::string& version_text() {
+  static const std::string text = std::string("doorbell ") + DOORBELL_VERSION;
+  return text;
+}
+
+// --version on every command at every depth, so `doorbell bench --version`
+// answers like `doorbell --version` (help2man and packagers ask either).
+void add_version_flags(CLI::App& app) {
+  // Nameless subcommands are CLI11 option groups, not commands.
+  for (CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_name().empty(); })) {
+    sub->set_version_flag("--version", version_text(), "Print the doorbell version and exit");
+    add_version_flags(*sub);
+  }
+}
+
+}  // namespace
+
 }  // namespace doorbell::cli
 
 int main(int argc, char** argv) {
   using namespace doorbell::cli;
   CLI::App app{
-      "doorbell: what a wake-up, a signal or a lock really costs on this machine, measured.\n"
-      "Run 'doorbell <command> --help' for a command's options."};
-  app.set_version_flag("--version", std::string("doorbell ") + DOORBELL_VERSION);
+      "doorbell: what a wake-up, a signal or a lock really costs on this machine, measured.",
+      "doorbell"};
+  app.set_version_flag("--version", version_text(), "Print the doorbell version and exit");
   app.require_subcommand(1);
   auto list = entries();
   std::sort(list.begin(), list.end(),
             [](const auto& a, const auto& b) { return a.order < b.order; });
   for (auto& entry : list) entry.setup(app);
+  add_version_flags(app);
+  // After the commands: a subcommand would inherit it.
+  app.footer(
+      "Run 'doorbell help COMMAND' or 'doorbell COMMAND --help' for a command's options.\n"
+      "'--json -' writes JSON to stdout; the table then goes to stderr.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -57,9 +91,23 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::Success&) {
+    return 0;  // --help-all, which printed what was asked
   } catch (const CLI::ParseError& e) {
-    std::cerr << "doorbell: " << e.what() << "\n";
-    std::cerr << "Run 'doorbell --help' for usage.\n";
+    std::string message = e.what();
+    // CLI11 checks required arguments before unknown ones, so
+    // `doorbell report --bad` would say "results is required": name the
+    // unknown option, the likelier mistake.
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+      for (const auto& arg : app.remaining(true)) {
+        if (arg.size() > 1 && arg[0] == '-') {
+          message = "The following argument was not expected: " + arg;
+          break;
+        }
+      }
+    }
+    std::cerr << "doorbell: " << message << "\n";
+    std::cerr << "Run 'doorbell help' for usage.\n";
     return 2;
   } catch (const UsageError& e) {
     std::cerr << "doorbell: " << e.what() << "\n";

@@ -260,7 +260,7 @@ void run_command(const RunArgs& a) {
   for (const auto& w : report.warnings) std::cerr << "doorbell partition: warning: " << w << "\n";
   if (!a.json.empty()) {
     const std::string text = to_json(s, report, a.file).dump(1) + "\n";
-    if (a.json == "-") {
+    if (is_stdout(a.json)) {
       std::cout << text;
     } else {
       std::ofstream out(a.json);
@@ -268,7 +268,13 @@ void run_command(const RunArgs& a) {
       out << text;
     }
   }
-  if (a.json != "-") print_summary(s, report);
+  if (is_stdout(a.json)) {
+    // Stdout carries the JSON alone; the summary goes to stderr (command.h).
+    const StdoutToStderr summary_to_stderr;
+    print_summary(s, report);
+  } else {
+    print_summary(s, report);
+  }
 }
 
 const CommandRegistrar kPartition{
@@ -285,7 +291,9 @@ const CommandRegistrar kPartition{
       run->add_option("--duration", run_args.duration_s,
                       "Stop after this many seconds (whole frames)")
           ->excludes(frames);
-      run->add_option("--json", run_args.json, "Write the report as JSON to FILE ('-': stdout)");
+      run->add_option(
+          "--json", run_args.json,
+          "Write the report as JSON to FILE; '-': to stdout, and the summary to stderr");
       run->add_option("--method", run_args.method,
                       "Override the schedule's method: sigstop, sigstop-all-threads, freezer");
       run->add_option("--threshold-us", run_args.threshold_us,
