@@ -309,17 +309,6 @@ void run_tree(SuspendMethod method, FreezerPreference freezer, TreeEnd end) {
   EXPECT_TRUE(test::cgroups_with_prefix(Sandbox::prefix(scheduler)).empty());
 }
 
-// Freezer tests decide availability here, not through probe_freezers() (the
-// code under test): as root with cgroup2 offering cgroup.freeze, they run.
-#define REQUIRE_V2_FREEZER()                                                       \
-  do {                                                                             \
-    std::string why;                                                               \
-    if (!test::cgroup2_freezer_usable(&why)) GTEST_SKIP() << "cgroup v2: " << why; \
-  } while (0)
-#define REQUIRE_V1_FREEZER(mount) \
-  test::V1FreezerMount mount;     \
-  if (mount.dir().empty()) GTEST_SKIP() << "cgroup v1 freezer: " << mount.why()
-
 TEST(PartitionTree, Sigstop_SuspendedResumedAndKilledAsAWhole) {
   run_tree(SuspendMethod::sigstop, FreezerPreference::automatic, TreeEnd::normal_return);
 }
@@ -330,12 +319,12 @@ TEST(PartitionTree, SigstopAllThreads_SuspendedResumedAndKilledAsAWhole) {
 }
 
 TEST(PartitionTree, FreezerV2_SuspendedResumedAndKilledAsAWhole) {
-  REQUIRE_V2_FREEZER();
+  DOORBELL_REQUIRE_V2_FREEZER();
   run_tree(SuspendMethod::freezer, FreezerPreference::v2_only, TreeEnd::normal_return);
 }
 
 TEST(PartitionTree, FreezerV1_SuspendedResumedAndKilledAsAWhole) {
-  REQUIRE_V1_FREEZER(v1);
+  DOORBELL_REQUIRE_V1_FREEZER(v1);
   run_tree(SuspendMethod::freezer, FreezerPreference::v1_only, TreeEnd::normal_return);
 }
 
@@ -351,12 +340,12 @@ TEST(PartitionCrash, SchedulerKilled_ChildrenOfPartitionDie_SigstopAllThreads) {
 }
 
 TEST(PartitionCrash, SchedulerKilled_ChildrenOfPartitionDie_FreezerV2) {
-  REQUIRE_V2_FREEZER();
+  DOORBELL_REQUIRE_V2_FREEZER();
   run_tree(SuspendMethod::freezer, FreezerPreference::v2_only, TreeEnd::scheduler_sigkilled);
 }
 
 TEST(PartitionCrash, SchedulerKilled_ChildrenOfPartitionDie_FreezerV1) {
-  REQUIRE_V1_FREEZER(v1);
+  DOORBELL_REQUIRE_V1_FREEZER(v1);
   run_tree(SuspendMethod::freezer, FreezerPreference::v1_only, TreeEnd::scheduler_sigkilled);
 }
 
@@ -484,7 +473,7 @@ TEST(PartitionCrash, CrashBeforeFirstWindow_ResumePolicyResumes) {
 // The v1 freezer keeps one empty cgroup frozen (the static key); its name
 // must not be one a partition can have.
 TEST(PartitionCrash, PartitionNamedKeeper_V1FreezerRuns) {
-  REQUIRE_V1_FREEZER(v1);
+  DOORBELL_REQUIRE_V1_FREEZER(v1);
   Sandbox box;
   const std::string prefix = Sandbox::prefix(::getpid());
   struct CgroupCleanup {

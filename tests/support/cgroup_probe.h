@@ -56,3 +56,19 @@ int parent_pid(int pid);
 std::vector<int> children_of(int pid);
 
 }  // namespace doorbell::test
+
+// In a gtest TEST: skip unless a cgroup v2 freezer is usable, decided by
+// cgroup2_freezer_usable() (never by probe_freezers(), the code under test).
+// As root with cgroup2 mounted and cgroup.freeze in a new cgroup, the test runs.
+#define DOORBELL_REQUIRE_V2_FREEZER()                         \
+  do {                                                        \
+    std::string why_not_;                                     \
+    if (!::doorbell::test::cgroup2_freezer_usable(&why_not_)) \
+      GTEST_SKIP() << "cgroup v2 freezer: " << why_not_;      \
+  } while (0)
+
+// In a gtest TEST: declares a V1FreezerMount named `mount` (the mounted v1
+// freezer, or one mounted for the test as root), and skips when neither.
+#define DOORBELL_REQUIRE_V1_FREEZER(mount) \
+  ::doorbell::test::V1FreezerMount mount;  \
+  if (mount.dir().empty()) GTEST_SKIP() << "cgroup v1 freezer: " << mount.why()
