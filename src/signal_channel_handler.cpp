@@ -55,6 +55,7 @@
 #include <new>
 #include <string>
 
+#include "cpu_relax.h"
 #include "doorbell/event_notifier.h"
 #include "signal_channel_backend.h"
 #include "signal_channel_hooks.h"
@@ -108,6 +109,16 @@ class HandlerCore {
     fill_event(event, signo, info);
     if (!push(event)) overflowed_.fetch_add(1, std::memory_order_relaxed);  // cannot happen
     wake();
+  }
+
+  // Consumer. Whether pop() would find a record now: the two loads pop()
+  // starts with, no write and no syscall, so a spinning consumer touches the
+  // producers' cache lines only to read them. acquire on the sequence, as in
+  // pop(); a true answer is followed by try_receive(), whose pop() takes it.
+  bool has_record() const noexcept {
+    const std::size_t pos = dequeue_.load(std::memory_order_relaxed);
+    const Cell& cell = cells_[pos & (capacity_ - 1)];
+    return cell.sequence.load(std::memory_order_acquire) == pos + 1;
   }
 
   // Writes the eventfd only when the consumer is armed (it found the queue
@@ -371,6 +382,18 @@ class HandlerBackend final : public SignalBackend {
   int fd() const noexcept override { return core_->fd(); }
   SignalMechanism mechanism() const noexcept override { return SignalMechanism::handler; }
   std::optional<SignalEvent> try_receive() noexcept override { return core_->try_receive(); }
+  std::optional<SignalEvent> spin_receive(std::uint32_t iterations) noexcept override {
+    // The queue is our own memory: watch it, and go through try_receive()
+    // (one pop, the eventfd left alone while records remain) only when it
+    // holds something. The consumer stays armed meanwhile, so the handler
+    // still writes the eventfd; fd() then stays readable until a later
+    // try_receive() finds the queue empty and drains it, as without a spin.
+    for (std::uint32_t i = 0; i < iterations; ++i) {
+      if (core_->has_record()) return core_->try_receive();
+      cpu_relax();
+    }
+    return std::nullopt;
+  }
   SignalChannelStats stats() const noexcept override { return core_->stats(); }
 
   void stop() noexcept override {
@@ -445,6 +468,10 @@ class HandlerBackend final : public SignalBackend {
 std::unique_ptr<SignalBackend> make_handler_backend(const std::vector<int>& signals,
                                                     const SignalChannel::Options& options) {
   return std::make_unique<HandlerBackend>(signals, options);
+}
+
+void signal_channel_race_point(SignalChannelRacePoint point, int signo) noexcept {
+  race_point(point, signo);
 }
 
 void set_signal_channel_hook(SignalChannelHook hook) noexcept {

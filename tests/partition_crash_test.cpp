@@ -445,16 +445,32 @@ TEST(PartitionCrash, CrashBeforeFirstWindow_ResumePolicyResumes) {
     std::this_thread::sleep_for(5ms);
   }
   ASSERT_EQ(partitions.size(), 2u) << "the partitions did not start (stopped) within 30 s";
+  // If the scheduler runs them through their exec before frame 0, wait for
+  // that too (both progress files written, both stopped again).
+  const auto exec_by = Clock::now() + 10s;
+  while (Clock::now() < exec_by) {
+    const bool both_started =
+        read_progress(box.dir() + "/A").pid != 0 && read_progress(box.dir() + "/B").pid != 0;
+    if (both_started && test::process_state(partitions[0]) == 'T' &&
+        test::process_state(partitions[1]) == 'T')
+      break;
+    std::this_thread::sleep_for(5ms);
+  }
   std::this_thread::sleep_for(50ms);  // set-up done: run() waits for the first window
+  // (The scheduler may have run each partition through its exec before
+  // frame 0, so the progress files may hold stamps already: progress is
+  // counted from the kill on.)
+  const uint64_t a_before = read_progress(box.dir() + "/A").count;
+  const uint64_t b_before = read_progress(box.dir() + "/B").count;
   ASSERT_EQ(::kill(scheduler, SIGKILL), 0);
   ASSERT_NE(Sandbox::wait_exit(scheduler, 20s), -1);
-  // on_scheduler_exit = "resume": both go on running (they exec the
-  // progress program, which stamps its file).
+  // on_scheduler_exit = "resume": both go on running (the progress program
+  // stamps its file).
   const auto ran_by = Clock::now() + 20s;
   bool a_ran = false, b_ran = false;
   while (!(a_ran && b_ran) && Clock::now() < ran_by) {
-    a_ran = a_ran || read_progress(box.dir() + "/A").count > 0;
-    b_ran = b_ran || read_progress(box.dir() + "/B").count > 0;
+    a_ran = a_ran || read_progress(box.dir() + "/A").count > a_before;
+    b_ran = b_ran || read_progress(box.dir() + "/B").count > b_before;
     if (!(a_ran && b_ran)) std::this_thread::sleep_for(5ms);
   }
   std::string fate;

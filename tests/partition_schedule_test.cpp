@@ -248,8 +248,24 @@ TEST(ScheduleFile, Defaults) {
   EXPECT_EQ(s.on_partition_exit, OnPartitionExit::continue_schedule);
   EXPECT_EQ(s.on_scheduler_exit, OnSchedulerExit::kill);
   EXPECT_EQ(s.overrun_threshold_ns, defaults.overrun_threshold_ns);
+  EXPECT_EQ(s.max_stop_lead_ns, 0);  // no stop lead
   EXPECT_TRUE(s.partitions[0].cpus.empty());
   EXPECT_FALSE(s.partitions[0].nice.has_value());
+}
+
+TEST(ScheduleFile, MaxStopLead_WholeMicrosecondsInRange) {
+  const std::string with = "method = \"sigstop-all-threads\"\nmax_stop_lead_us = 250\n";
+  const Schedule s =
+      parse_schedule_toml(replace(kValid, "method = \"sigstop-all-threads\"\n", with), "s.toml");
+  EXPECT_EQ(s.max_stop_lead_ns, 250'000);
+  auto set = [](const std::string& value) {
+    return replace(kValid, "method = \"sigstop-all-threads\"\n",
+                   "method = \"sigstop-all-threads\"\nmax_stop_lead_us = " + value + "\n");
+  };
+  expect_error(set("-1"), 3, "max_stop_lead_us = -1 is outside 0..1000000");
+  expect_error(set("2000000"), 3, "is outside 0..1000000");
+  expect_error(set("1.5"), 3, "max_stop_lead_us must be a whole number of microseconds");
+  expect_error(set("\"10\""), 3, "max_stop_lead_us must be a whole number of microseconds");
 }
 
 TEST(ScheduleFile, SyntaxError_NamesLine) {

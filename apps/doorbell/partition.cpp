@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@
 #include "doorbell/partition.h"
 #include "lab/common/signal_scope.h"
 #include "lab/partition/schedule_file.h"
+#include "lab/partition/window_trace.h"
 
 namespace doorbell::cli {
 namespace {
@@ -63,6 +65,12 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
   j["verify_stopped"] = r.verify_stopped;
   j["warnings"] = r.warnings;
   j["clock"] = "CLOCK_MONOTONIC";
+  j["max_stop_lead_ns"] = s.max_stop_lead_ns;
+  // Where first_run_ns / start delay / resume latency and cpu_after_end_ns
+  // come from, and their resolution ("cpu-clock (tick-granular)": the tick).
+  j["first_run"] = {{"source", r.first_run.source}, {"resolution_ns", r.first_run.resolution_ns}};
+  j["cpu_after_end"] = {{"source", r.cpu_after_end.source},
+                        {"resolution_ns", r.cpu_after_end.resolution_ns}};
   auto& parts = j["partitions"] = nlohmann::json::array();
   for (std::size_t i = 0; i < s.partitions.size(); ++i)
     parts.push_back({{"name", s.partitions[i].name},
@@ -91,11 +99,24 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
                          {"stop_latency_max_ns", p.stop_latency_max_ns},
                          {"resume_latency_p50_ns", p.resume_latency_p50_ns},
                          {"resume_latency_p99_ns", p.resume_latency_p99_ns},
+                         {"start_delay_p50_ns", p.start_delay_p50_ns},
+                         {"start_delay_p99_ns", p.start_delay_p99_ns},
+                         {"start_delay_max_ns", p.start_delay_max_ns},
+                         {"first_run_source", r.first_run.source},
+                         {"first_run_resolution_ns", r.first_run.resolution_ns},
                          {"wake_late_p99_ns", p.wake_late_p99_ns},
                          {"cpu_after_end_p99_ns", p.cpu_after_end_p99_ns},
                          {"cpu_after_end_max_ns", p.cpu_after_end_max_ns},
+                         {"cpu_after_end_source", r.cpu_after_end.source},
+                         {"cpu_after_end_resolution_ns", r.cpu_after_end.resolution_ns},
                          {"over_threshold", p.over_threshold},
+                         {"over_threshold_percent", p.over_threshold_percent},
                          {"error_percent", p.error_percent},
+                         {"error_p99_percent", p.error_p99_percent},
+                         {"error_max_percent", p.error_max_percent},
+                         {"stop_lead_p50_ns", p.stop_lead_p50_ns},
+                         {"stop_lead_max_ns", p.stop_lead_max_ns},
+                         {"given_up_percent", p.given_up_percent},
                          {"stolen_percent", p.stolen_percent},
                          {"never_stopped", p.never_stopped},
                          {"verify_failures", p.verify_failures}});
@@ -113,6 +134,9 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
                        {"overrun_ns", w.overrun_ns()},
                        {"stop_latency_ns", w.stop_latency_ns()},
                        {"resume_latency_ns", w.resume_latency_ns()},
+                       {"start_delay_ns", w.start_delay_ns()},
+                       {"stop_lead_ns", w.stop_lead_ns},
+                       {"given_up_ns", w.given_up_ns()},
                        {"cpu_after_end_ns", w.cpu_after_end_ns},
                        {"never_stopped", w.never_stopped},
                        {"verified", w.verified},
@@ -120,24 +144,45 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
   return j;
 }
 
+// A figure of the given source: "1.2" when exact, "~4000" (the tick) when
+// only a tick-granular clock was available, so that no tick artifact is
+// printed as a microsecond figure.
+std::string us_from(double ns, const partition::FigureSource& source) {
+  if (source.resolution_ns > 1000) return "~" + us(static_cast<double>(source.resolution_ns));
+  return us(ns);
+}
+
 void print_summary(const Schedule& s, const partition::RunReport& r) {
   std::cout << fmt::format(
-      "method {}{}, scheduler {}, {} frames of {} ms, threshold {} us{}\n", r.method,
-      r.freezer_version.empty() ? "" : " (" + r.freezer_version + ")",
+      "method {}{}, scheduler {}, {} frames of {} ms, threshold {} us, max stop lead {} us{}\n",
+      r.method, r.freezer_version.empty() ? "" : " (" + r.freezer_version + ")",
       r.fifo ? "SCHED_FIFO" : "not real-time", r.frames, s.major_frame_ns / 1e6,
-      us(static_cast<double>(r.overrun_threshold_ns)), r.stopped_early ? " (stopped early)" : "");
+      us(static_cast<double>(r.overrun_threshold_ns)), us(static_cast<double>(s.max_stop_lead_ns)),
+      r.stopped_early ? " (stopped early)" : "");
   std::cout << fmt::format(
-      "{:<16} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7} {:>10} {:>10} {:>10} {:>10}\n", "partition",
-      "windows", "overrun50", "overrun99", "overrunmax", ">thr", "error%", "stop50", "stop99",
-      "resume50", "cpuafter99");
+      "{:<12} {:>7} {:>9} {:>9} {:>9} {:>5} {:>7} {:>9} {:>9} {:>8} {:>7} {:>9} {:>9} {:>10}\n",
+      "partition", "windows", "overrun50", "overrun99", "overrunmx", ">thr", "error%", "stop50",
+      "stop99", "lead50", "gaveup%", "start50", "start99", "cpuafter99");
   for (const auto& p : r.summaries)
     std::cout << fmt::format(
-        "{:<16} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7.2f} {:>10} {:>10} {:>10} {:>10}\n",
+        "{:<12} {:>7} {:>9} {:>9} {:>9} {:>5} {:>7.2f} {:>9} {:>9} {:>8} {:>7.2f} {:>9} {:>9} "
+        "{:>10}\n",
         p.partition, p.windows, us(p.overrun_p50_ns), us(p.overrun_p99_ns), us(p.overrun_max_ns),
         p.over_threshold, p.error_percent, us(p.stop_latency_p50_ns), us(p.stop_latency_p99_ns),
-        us(p.resume_latency_p50_ns), us(p.cpu_after_end_p99_ns));
-  std::cout << "(times in us; overrun = every thread stopped - nominal window end; cpuafter = CPU\n"
-               " time the partition used after its window ended, all threads)\n";
+        us(p.stop_lead_p50_ns), p.given_up_percent, us_from(p.start_delay_p50_ns, r.first_run),
+        us_from(p.start_delay_p99_ns, r.first_run),
+        us_from(p.cpu_after_end_p99_ns, r.cpu_after_end));
+  std::cout
+      << "(times in us; overrun = every thread stopped - nominal window end; error% = mean\n"
+         " scheduling error, overrun as a % of the window it invades; lead = stop lead used;\n"
+         " gaveup% = window time the partition was already stopped before its end; start =\n"
+         " first run - nominal window start; cpuafter = CPU time all its threads used after\n"
+         " its window ended)\n";
+  std::cout << fmt::format("start and cpuafter from {}{}\n", r.first_run.source,
+                           r.first_run.resolution_ns > 1000
+                               ? fmt::format(": resolution {} us, shown as ~resolution",
+                                             us(static_cast<double>(r.first_run.resolution_ns)))
+                               : "");
   for (const auto& p : r.summaries)
     if (p.never_stopped || p.verify_failures || p.unmeasured)
       std::cout << fmt::format(
@@ -157,6 +202,8 @@ struct RunArgs {
   double threshold_us = 0;
   bool no_fifo = false;
   bool no_verify = false;
+  bool no_trace = false;
+  int64_t max_stop_lead_us = -1;
 };
 
 void run_command(const RunArgs& a) {
@@ -176,6 +223,18 @@ void run_command(const RunArgs& a) {
   if (a.duration_s > 0) options.duration_ns = static_cast<int64_t>(a.duration_s * 1e9);
   if (a.no_fifo) options.fifo_priority = 0;
   options.verify_stopped = !a.no_verify;
+  if (a.max_stop_lead_us > 1'000'000)
+    throw UsageError("partition run: --max-stop-lead-us must be 0..1000000");
+  if (a.max_stop_lead_us >= 0) s.max_stop_lead_ns = a.max_stop_lead_us * 1000;
+  // Exact first-run and CPU-after-end figures from sched_switch where we may
+  // trace (root); else the scheduler's tick-granular CPU-clock figures, which
+  // the report marks as such.
+  std::unique_ptr<lab::SchedSwitchWindows> trace;
+  std::string why_no_trace = "--no-trace";
+  if (!a.no_trace && lab::SchedSwitchWindows::available(&why_no_trace)) {
+    trace = std::make_unique<lab::SchedSwitchWindows>();
+    options.observer = trace.get();
+  }
 
   partition::Scheduler scheduler(s);
   partition::RunReport report;
@@ -195,6 +254,9 @@ void run_command(const RunArgs& a) {
       throw UsageError(fmt::format("partition: {}:{}: {}", a.file, e.line(), e.message()));
     }
   }
+  if (!trace)
+    report.warnings.push_back("no sched_switch trace (" + why_no_trace +
+                              "): first run and CPU after end are tick-granular");
   for (const auto& w : report.warnings) std::cerr << "doorbell partition: warning: " << w << "\n";
   if (!a.json.empty()) {
     const std::string text = to_json(s, report, a.file).dump(1) + "\n";
@@ -229,6 +291,11 @@ const CommandRegistrar kPartition{
       run->add_option("--threshold-us", run_args.threshold_us,
                       "Override the overrun threshold (microseconds)");
       run->add_flag("--no-fifo", run_args.no_fifo, "Do not ask for SCHED_FIFO");
+      run->add_flag("--no-trace", run_args.no_trace,
+                    "Do not trace sched_switch (first run and CPU after end then come from "
+                    "the tick-granular CPU clock)");
+      run->add_option("--max-stop-lead-us", run_args.max_stop_lead_us,
+                      "Override the schedule's max_stop_lead_us (0: no stop lead)");
       run->add_flag("--no-verify", run_args.no_verify,
                     "Skip the /proc check that every thread is in state T");
       run->callback([] { run_command(run_args); });

@@ -70,7 +70,7 @@ Schedule schedule_from(const toml::table& root) {
   Schedule s;
   reject_unknown(root,
                  {"major_frame_ms", "method", "freezer", "on_partition_exit", "on_scheduler_exit",
-                  "overrun_threshold_ms", "partition", "window"},
+                  "overrun_threshold_ms", "max_stop_lead_us", "partition", "window"},
                  "the schedule");
   const toml::node* frame = root.get("major_frame_ms");
   if (frame == nullptr) throw ScheduleError(1, "major_frame_ms is missing");
@@ -115,6 +115,17 @@ Schedule schedule_from(const toml::table& root) {
   }
   if (const toml::node* n = root.get("overrun_threshold_ms"))
     s.overrun_threshold_ns = duration_ns(*n, "overrun_threshold_ms");
+  if (const toml::node* n = root.get("max_stop_lead_us")) {
+    // Whole microseconds, 0 (off) up to 1 s; each window's lead is further
+    // bounded by half its length (partition.h, "Stop lead").
+    const auto* i = n->as_integer();
+    if (i == nullptr)
+      throw ScheduleError(line_of(*n), "max_stop_lead_us must be a whole number of microseconds");
+    if (i->get() < 0 || i->get() > 1'000'000)
+      throw ScheduleError(line_of(*n), "max_stop_lead_us = " + std::to_string(i->get()) +
+                                           " is outside 0..1000000 (0: no stop lead)");
+    s.max_stop_lead_ns = i->get() * 1000;
+  }
 
   for (const toml::node& node : array_of_tables(root, "partition")) {
     const toml::table& t = *node.as_table();
