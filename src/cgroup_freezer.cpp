@@ -1,6 +1,7 @@
 #include "doorbell/cgroup_freezer.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -285,6 +286,33 @@ bool CgroupFreezer::is_frozen() noexcept {
   // (the kernel checks every task on read).
   if (control_fd_ < 0 || read_small(control_fd_, buffer, sizeof buffer) < 0) return false;
   return std::strncmp(buffer, "FROZEN", 6) == 0;
+}
+
+int CgroupFreezer::kill_all() noexcept {
+  if (control_fd_ < 0 || path_.empty()) return -EBADF;
+  if (version_ == FreezerVersion::v2) {
+    // cgroup.kill: the kernel kills every task, and forks racing with it.
+    const int result = write_file(path_ + "/cgroup.kill", "1");
+    if (result != -ENOENT) {
+      thaw();
+      return result;
+    }
+  }
+  if (const int result = freeze(); result < 0) return result;
+  for (int attempt = 0; attempt < 1000 && !is_frozen(); ++attempt) ::usleep(1000);
+  // Frozen (or as good as it gets after ~1 s): nothing inside can fork or
+  // exit, so every PID listed is a live task of this cgroup.
+  int result = 0;
+  try {
+    for (pid_t pid : processes())
+      if (::kill(pid, SIGKILL) != 0 && errno != ESRCH) result = -errno;
+  } catch (const std::system_error& e) {
+    result = -e.code().value();
+  } catch (...) {
+    result = -ENOMEM;
+  }
+  thaw();
+  return result;
 }
 
 std::vector<pid_t> CgroupFreezer::processes() const {

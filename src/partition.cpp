@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -156,6 +157,7 @@ class Run {
   void settle_start_up(Partition& p);
   void start_up(Partition& p);
   void resume(Partition& p) noexcept;
+  void kill_partition(Partition& p) noexcept;
   // Waits until deadline_ns, handling events. False when a stop was asked.
   bool wait_until(int64_t deadline_ns);
   void check_partitions() noexcept;
@@ -224,7 +226,8 @@ void Run::set_up() {
     if (method == SuspendMethod::freezer) {
       p.cgroup = std::make_unique<CgroupFreezer>(
           CgroupFreezer::create(prefix + p.spec->name, schedule_.freezer));
-      guardian_.watch_cgroup(p.cgroup->path(), p.cgroup->version() == FreezerVersion::v1);
+      guardian_.watch_cgroup(p.cgroup->path(), p.cgroup->version() == FreezerVersion::v1,
+                             schedule_.on_scheduler_exit == OnSchedulerExit::kill);
       report_.freezer_version = freezer_version_name(p.cgroup->version());
       if (!p.cgroup->fallback_reason().empty() && &p == &partitions_.front())
         report_.warnings.push_back(p.cgroup->fallback_reason());
@@ -232,7 +235,9 @@ void Run::set_up() {
         // The v1 static key (cgroup_freezer.h): keep one empty cgroup frozen.
         FreezerOptions v1 = schedule_.freezer;
         v1.preference = FreezerPreference::v1_only;
-        keeper_ = std::make_unique<CgroupFreezer>(CgroupFreezer::create(prefix + "keeper", v1));
+        // A '.' no partition name may contain: the keeper cannot collide
+        // with a partition's cgroup (a partition may be named "keeper").
+        keeper_ = std::make_unique<CgroupFreezer>(CgroupFreezer::create(prefix + ".keeper", v1));
         guardian_.watch_cgroup(keeper_->path(), true);
         if (keeper_->freeze() < 0)
           report_.warnings.push_back(
@@ -296,14 +301,31 @@ void Run::spawn(Partition& p) {
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) sys::throw_errno("pipe2");
   sys::UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
+  // The handshake: the scheduler writes one byte once the guardian holds the
+  // partition's pidfd. A socket, so that writing to a child that already
+  // died is EPIPE (MSG_NOSIGNAL), not SIGPIPE.
+  int handshake[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, handshake) != 0)
+    sys::throw_errno("socketpair");
+  sys::UniqueFd handshake_ours(handshake[0]), handshake_child(handshake[1]);
+  const int guardian_socket = guardian_.socket_fd();
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) sys::throw_errno("fork partition " + spec.name);
   if (pid == 0) {
+    // The scheduler's end of the guardian's socket: held here (until exec,
+    // or for ever by an entry partition) the guardian would never see
+    // end-of-file, and run()'s clean-up would wait for it for ever.
+    ::close(guardian_socket);
     ::close(error_pipe[0]);
-    ::setpgid(0, 0);
-    // Until the scheduler has handed our pidfd to the guardian, our parent's
-    // death must take us with it: nobody else knows we exist.
+    ::close(handshake[0]);
+    // Its own session, process group and leader of both: signals to the
+    // group reach every process the partition forks; no terminal's signals
+    // reach it; and the scheduler's death never makes it an orphaned
+    // process group that the kernel would SIGHUP.
+    ::setsid();
+    // Until the guardian holds our pidfd, our parent's death must take us
+    // with it: nobody else knows we exist.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(126);
     struct sigaction dfl {};
@@ -315,9 +337,18 @@ void Run::spawn(Partition& p) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (!spec.cpus.empty()) ::sched_setaffinity(0, sizeof cpus, &cpus);
     if (spec.nice && ::setpriority(PRIO_PROCESS, 0, *spec.nice) != 0) ::_exit(125);
+    // Wait until the guardian holds our pidfd; then the scheduler's death is
+    // the guardian's to handle (on_scheduler_exit), not PR_SET_PDEATHSIG's.
+    // End-of-file: the scheduler gave up on us (or died).
+    char go = 0;
+    ssize_t got;
+    while ((got = ::read(handshake[1], &go, 1)) < 0 && errno == EINTR) {
+    }
+    if (got != 1) ::_exit(126);
+    ::close(handshake[1]);
+    ::prctl(PR_SET_PDEATHSIG, 0);
     // Start suspended: the first window's resume lets us go on.
     ::kill(::getpid(), SIGSTOP);
-    ::prctl(PR_SET_PDEATHSIG, 0);
     if (spec.entry) {
       ::syscall(SYS_close_range, 3u, ~0u, 0u);
       ::_exit(spec.entry());
@@ -329,12 +360,38 @@ void Run::spawn(Partition& p) {
     ::_exit(127);
   }
   error_write.reset();
+  handshake_child.reset();
   p.pid = pid;
   p.exec_error = std::move(error_read);
-  p.pidfd = sys::pidfd_open(pid);  // our unreaped child: the PID cannot be reused
+  // Until the guardian knows the child, a failure here must not leave it
+  // behind: it is killed and reaped (it is our unreaped child, the PID is
+  // its own; it has not run any code of the partition, nor forked).
+  auto give_up = [&](const std::system_error& e, const char* what) {
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    throw std::system_error(
+        e.code(), "partition " + spec.name + ": " + what + " failed (the partition was killed)");
+  };
+  try {
+    p.pidfd = sys::pidfd_open(pid);  // our unreaped child: the PID cannot be reused
+  } catch (const std::system_error& e) {
+    give_up(e, "pidfd_open");
+  }
+  try {
+    guardian_.watch_partition(p.pidfd.get(), schedule_.on_scheduler_exit == OnSchedulerExit::kill,
+                              pid);
+  } catch (const std::system_error& e) {
+    give_up(e, "handing it to the guardian");
+  }
   p.alive = true;
   report_.pids.push_back(pid);
-  guardian_.watch_partition(p.pidfd.get(), schedule_.on_scheduler_exit == OnSchedulerExit::kill);
+  // The guardian has it: release the child from PR_SET_PDEATHSIG. A child
+  // that died meanwhile shows in initial_suspend().
+  const char go = 1;
+  while (::send(handshake_ours.get(), &go, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
+  handshake_ours.reset();
   if (clock_getcpuclockid(pid, &p.cpu_clock) != 0) sys::throw_errno("clock_getcpuclockid");
 }
 
@@ -438,11 +495,17 @@ void Run::start_up(Partition& p) {
     if (p.cgroup) {
       if (p.cgroup->is_frozen()) break;
     } else {
+      // WNOWAIT: an exit is only peeked (on_exit() kills the partition's
+      // group before it reaps it); a stop is consumed.
       siginfo_t info{};
       if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
-                   WSTOPPED | WEXITED | WNOHANG) == 0 &&
+                   WSTOPPED | WEXITED | WNOHANG | WNOWAIT) == 0 &&
           info.si_pid != 0) {
-        if (info.si_code == CLD_STOPPED) break;
+        if (info.si_code == CLD_STOPPED) {
+          siginfo_t consumed{};
+          ::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WSTOPPED | WNOHANG);
+          break;
+        }
         on_exit(p, info);
         return;
       }
@@ -456,13 +519,22 @@ void Run::start_up(Partition& p) {
   }
 }
 
+// The signal methods reach the partition's whole process group (the
+// partition is its leader, setsid() in spawn): the kernel lists the group at
+// each kill, so processes forked since the last window are included. The
+// group's number is the partition's PID, which cannot be recycled while the
+// partition is our unreaped child (exits are peeked with WNOWAIT, and the
+// group is killed before the partition is reaped: on_exit()).
 void Run::suspend(Partition& p) noexcept {
   switch (effective_method_) {
     case SuspendMethod::sigstop:
-      sys::pidfd_send_signal(p.pidfd.get(), SIGSTOP);
+      ::kill(-p.pid, SIGSTOP);
       break;
     case SuspendMethod::sigstop_all_threads:
+      // Every thread of the partition itself, then the rest of its group
+      // (one process-directed SIGSTOP each; a no-op for the partition).
       stop_all_threads(p.pid);
+      ::kill(-p.pid, SIGSTOP);
       break;
     case SuspendMethod::freezer:
       p.cgroup->freeze();
@@ -474,8 +546,16 @@ void Run::resume(Partition& p) noexcept {
   if (effective_method_ == SuspendMethod::freezer) {
     p.cgroup->thaw();
   } else {
-    sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
+    ::kill(-p.pid, SIGCONT);
   }
+}
+
+// Kills whatever is left of partition p: its cgroup and its process group.
+// Call while p is not yet reaped (the group's number is its PID).
+void Run::kill_partition(Partition& p) noexcept {
+  if (p.cgroup) p.cgroup->kill_all();
+  ::kill(-p.pid, SIGKILL);
+  sys::pidfd_send_signal(p.pidfd.get(), SIGKILL);
 }
 
 bool Run::anything_pending() const noexcept {
@@ -495,6 +575,14 @@ bool Run::needs_polling() const noexcept {
 }
 
 void Run::on_exit(Partition& p, const siginfo_t& info) {
+  // A partition is its whole tree: when the partition itself ends, what it
+  // left running (children in its group or cgroup) would run outside every
+  // window. Kill it, then reap the partition (peeked with WNOWAIT).
+  kill_partition(p);
+  siginfo_t reaped{};
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &reaped, WEXITED) != 0 &&
+         errno == EINTR) {
+  }
   p.alive = false;
   PartitionExit exit;
   exit.partition = p.index;
@@ -518,14 +606,22 @@ void Run::check_partitions() noexcept {
   for (Partition& p : partitions_) {
     if (!p.alive) continue;
     for (;;) {
+      // WNOWAIT: an exit is only peeked here, so that on_exit() can kill
+      // the rest of the partition's process group before the PID (the
+      // group's number) is freed; a stop is consumed just below.
       siginfo_t info{};
       if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
-                   WSTOPPED | WEXITED | WNOHANG) != 0) {
+                   WSTOPPED | WEXITED | WNOHANG | WNOWAIT) != 0) {
         if (errno == EINTR) continue;
         break;
       }
       if (info.si_pid == 0) break;
       if (info.si_code == CLD_STOPPED) {
+        siginfo_t consumed{};
+        while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed,
+                        WSTOPPED | WNOHANG) != 0 &&
+               errno == EINTR) {
+        }
         if (p.pending_stop >= 0 && !p.cgroup)
           stopped(p, options_.verify_stopped && every_thread_stopped(p.pid));
         continue;
@@ -725,8 +821,9 @@ void Run::cleanup() noexcept {
   for (Partition& p : partitions_) {
     if (!p.alive) continue;
     if (kill_them) {
-      // SIGKILL first, then thaw: no user code runs in between.
-      sys::pidfd_send_signal(p.pidfd.get(), SIGKILL);
+      // SIGKILL first (the cgroup, the group, the partition), then thaw: no
+      // user code runs in between.
+      kill_partition(p);
       if (p.cgroup) p.cgroup->thaw();
       siginfo_t info{};
       while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WEXITED) != 0 &&
@@ -735,6 +832,7 @@ void Run::cleanup() noexcept {
       p.alive = false;
     } else {
       if (p.cgroup) p.cgroup->thaw();
+      ::kill(-p.pid, SIGCONT);
       sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
     }
   }

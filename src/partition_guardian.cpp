@@ -27,19 +27,24 @@ constexpr int kMaxPartitions = 256;
 constexpr int kMaxCgroups = 260;
 constexpr int kPathMax = 512;
 
+enum : int { kCgroupV1 = 1, kCgroupKill = 2 };
+
 struct Message {
   int kind;
-  int flag;  // partition: kill on exit; cgroup: v1
+  int flag;     // partition: kill on exit; cgroup: kCgroupV1 | kCgroupKill
+  pid_t group;  // partition: its process group (0: none)
   char path[kPathMax];
 };
 
 // The guardian's whole state, static so that nothing is allocated after fork.
 struct State {
   int pidfds[kMaxPartitions];
+  pid_t groups[kMaxPartitions];
   bool kill[kMaxPartitions];
   int partitions;
   char cgroups[kMaxCgroups][kPathMax];
   bool v1[kMaxCgroups];
+  bool kill_cgroup[kMaxCgroups];
   int cgroup_count;
 };
 State g_state;
@@ -60,26 +65,23 @@ bool join(char* out, const char* dir, const char* leaf) noexcept {
   return true;
 }
 
-void write_text(const char* path, const char* text, size_t length) noexcept {
+// False when the file cannot be opened or written.
+bool write_text(const char* path, const char* text, size_t length) noexcept {
   const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  while (::write(fd, text, length) < 0 && errno == EINTR) {
+  if (fd < 0) return false;
+  ssize_t n;
+  while ((n = ::write(fd, text, length)) < 0 && errno == EINTR) {
   }
   ::close(fd);
+  return n >= 0;
 }
 
-// Reads cgroup.procs of dir; moves every pid listed to the parent cgroup.
-// Returns how many were listed.
-int move_to_parent(const char* dir) noexcept {
+// Reads cgroup.procs of dir and calls each(pid text, its length) for every
+// line. Returns how many were listed.
+template <typename Each>
+int for_each_listed(const char* dir, Each each) noexcept {
   char path[kPathMax];
   if (!join(path, dir, "cgroup.procs")) return 0;
-  char parent[kPathMax];
-  std::strcpy(parent, dir);
-  char* slash = std::strrchr(parent, '/');
-  if (slash == nullptr) return 0;
-  *slash = '\0';
-  char parent_procs[kPathMax];
-  if (!join(parent_procs, parent, "cgroup.procs")) return 0;
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   static char buffer[65536];
@@ -95,13 +97,67 @@ int move_to_parent(const char* dir) noexcept {
     char* end = std::strchr(line, '\n');
     const size_t length = end ? static_cast<size_t>(end - line) : std::strlen(line);
     if (length > 0) {
-      write_text(parent_procs, line, length);
+      each(line, length);
       ++listed;
     }
     if (end == nullptr) break;
     line = end + 1;
   }
   return listed;
+}
+
+// Moves every process of cgroup dir to the parent cgroup.
+int move_to_parent(const char* dir) noexcept {
+  char parent[kPathMax];
+  std::strcpy(parent, dir);
+  char* slash = std::strrchr(parent, '/');
+  if (slash == nullptr) return 0;
+  *slash = '\0';
+  char parent_procs[kPathMax];
+  if (!join(parent_procs, parent, "cgroup.procs")) return 0;
+  return for_each_listed(
+      dir, [&](const char* pid, size_t length) { write_text(parent_procs, pid, length); });
+}
+
+// True when the v1 freezer.state of dir reads FROZEN.
+bool v1_frozen(const char* dir) noexcept {
+  char path[kPathMax];
+  if (!join(path, dir, "freezer.state")) return false;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char state[16] = {};
+  ssize_t n;
+  while ((n = ::read(fd, state, sizeof state - 1)) < 0 && errno == EINTR) {
+  }
+  ::close(fd);
+  return n >= 6 && std::memcmp(state, "FROZEN", 6) == 0;
+}
+
+// Kills every process of cgroup dir (CgroupFreezer::kill_all without
+// allocation). v2: cgroup.kill. v1 (or v2 before 5.14): freeze, so that
+// nothing inside can fork or exit (its PIDs stay its own), SIGKILL every PID
+// listed; the caller thaws.
+void kill_cgroup(const char* dir, bool v1) noexcept {
+  char path[kPathMax];
+  if (!v1 && join(path, dir, "cgroup.kill")) {
+    const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      while (::write(fd, "1", 1) < 0 && errno == EINTR) {
+      }
+      ::close(fd);
+      return;
+    }
+  }
+  if (!join(path, dir, v1 ? "freezer.state" : "cgroup.freeze")) return;
+  // Not there (the scheduler removed it already): nothing to kill.
+  if (!write_text(path, v1 ? "FROZEN" : "1", v1 ? 6 : 1)) return;
+  for (int attempt = 0; v1 && attempt < 1000 && !v1_frozen(dir); ++attempt) sleep_ms(1);
+  for_each_listed(dir, [](const char* text, size_t length) {
+    pid_t pid = 0;
+    for (size_t i = 0; i < length && text[i] >= '0' && text[i] <= '9'; ++i)
+      pid = pid * 10 + (text[i] - '0');
+    if (pid > 0) ::kill(pid, SIGKILL);
+  });
 }
 
 [[noreturn]] void guardian_main(int socket_fd) noexcept {
@@ -144,6 +200,7 @@ int move_to_parent(const char* dir) noexcept {
           std::memcpy(&pidfd, CMSG_DATA(c), sizeof pidfd);
       if (pidfd >= 0 && g_state.partitions < kMaxPartitions) {
         g_state.pidfds[g_state.partitions] = pidfd;
+        g_state.groups[g_state.partitions] = message.group;
         g_state.kill[g_state.partitions] = message.flag != 0;
         ++g_state.partitions;
       } else if (pidfd >= 0) {
@@ -151,11 +208,16 @@ int move_to_parent(const char* dir) noexcept {
       }
     } else if (message.kind == kCgroup && g_state.cgroup_count < kMaxCgroups) {
       std::memcpy(g_state.cgroups[g_state.cgroup_count], message.path, kPathMax);
-      g_state.v1[g_state.cgroup_count] = message.flag != 0;
+      g_state.v1[g_state.cgroup_count] = (message.flag & kCgroupV1) != 0;
+      g_state.kill_cgroup[g_state.cgroup_count] = (message.flag & kCgroupKill) != 0;
       ++g_state.cgroup_count;
     }
   }
 
+  // 0. Kill every process of the cgroups whose partitions are to die:
+  //    children included, whatever their process group.
+  for (int i = 0; i < g_state.cgroup_count; ++i)
+    if (g_state.kill_cgroup[i]) kill_cgroup(g_state.cgroups[i], g_state.v1[i]);
   // 1. Thaw.
   for (int i = 0; i < g_state.cgroup_count; ++i) {
     char path[kPathMax];
@@ -165,12 +227,20 @@ int move_to_parent(const char* dir) noexcept {
       if (join(path, g_state.cgroups[i], "cgroup.freeze")) write_text(path, "0", 1);
     }
   }
-  // 2. Continue, and kill where asked. SIGCONT first so that a stopped
-  //    partition left running is really running; SIGKILL works on stopped
-  //    tasks anyway.
+  // 2. Continue, and kill where asked: the partition's whole process group
+  //    (its children), then the partition itself. The group's number is the
+  //    partition's PID, so it is signalled only while the pidfd says the
+  //    partition still exists (alive or not yet reaped): then that number
+  //    cannot have been recycled. SIGCONT first so that a stopped partition
+  //    left running is really running; SIGKILL works on stopped tasks anyway.
   for (int i = 0; i < g_state.partitions; ++i) {
+    const bool exists = sys::pidfd_send_signal(g_state.pidfds[i], 0) == 0;
+    if (exists && g_state.groups[i] > 0) ::kill(-g_state.groups[i], SIGCONT);
     sys::pidfd_send_signal(g_state.pidfds[i], SIGCONT);
-    if (g_state.kill[i]) sys::pidfd_send_signal(g_state.pidfds[i], SIGKILL);
+    if (g_state.kill[i]) {
+      if (exists && g_state.groups[i] > 0) ::kill(-g_state.groups[i], SIGKILL);
+      sys::pidfd_send_signal(g_state.pidfds[i], SIGKILL);
+    }
   }
   // 3. Remove the cgroups. Killed tasks leave asynchronously: wait up to
   //    ~200 ms for them, then (or at once, for partitions left running) move
@@ -234,10 +304,11 @@ Guardian::~Guardian() {
   finish();
 }
 
-void Guardian::watch_partition(int pidfd, bool kill_on_exit) {
+void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group) {
   Message message{};
   message.kind = kPartition;
   message.flag = kill_on_exit ? 1 : 0;
+  message.group = process_group;
   char control[CMSG_SPACE(sizeof(int))] = {};
   iovec iov{&message, sizeof message};
   msghdr header{};
@@ -255,10 +326,10 @@ void Guardian::watch_partition(int pidfd, bool kill_on_exit) {
   }
 }
 
-void Guardian::watch_cgroup(const std::string& path, bool v1) {
+void Guardian::watch_cgroup(const std::string& path, bool v1, bool kill_on_exit) {
   Message message{};
   message.kind = kCgroup;
-  message.flag = v1 ? 1 : 0;
+  message.flag = (v1 ? kCgroupV1 : 0) | (kill_on_exit ? kCgroupKill : 0);
   if (path.size() >= static_cast<size_t>(kPathMax))
     throw std::system_error(ENAMETOOLONG, std::generic_category(), "cgroup path " + path);
   std::memcpy(message.path, path.c_str(), path.size() + 1);

@@ -7,8 +7,12 @@
 // cgroup. When the scheduler's end closes -- it returned, threw, crashed or
 // was SIGKILLed: the kernel closes the descriptor in every case -- recv()
 // returns 0 and the guardian cleans up:
+//   0. kills every process of the cgroups handed over with kill_on_exit
+//      (v2 cgroup.kill; v1: freeze, SIGKILL every PID in cgroup.procs);
 //   1. thaws every cgroup (v2 cgroup.freeze 0, v1 freezer.state THAWED);
-//   2. SIGCONTs every partition, then SIGKILLs it when asked to;
+//   2. SIGCONTs every partition and its process group, then SIGKILLs them
+//      when asked to (the group only while the partition's pidfd says it
+//      still exists, so that its number is not a recycled one);
 //   3. waits (bounded) for killed partitions to leave their cgroups, moves any
 //      process still inside to the parent cgroup, and removes the cgroups.
 // Cleanup is idempotent: after a normal return the scheduler has done all of
@@ -45,10 +49,14 @@ class Guardian {
   int socket_fd() const noexcept { return socket_.get(); }
 
   // Hands a partition's pidfd to the guardian. kill_on_exit: SIGKILL it when
-  // the scheduler ends; else SIGCONT only. Throws std::system_error.
-  void watch_partition(int pidfd, bool kill_on_exit);
+  // the scheduler ends; else SIGCONT only. process_group > 0: the same for
+  // that process group (the partition's own: its children). Throws
+  // std::system_error. When it returns the guardian will see the record
+  // even if the scheduler dies at once (the socket queues it).
+  void watch_partition(int pidfd, bool kill_on_exit, pid_t process_group = 0);
   // Hands a cgroup directory (freezer v1 when v1) to the guardian.
-  void watch_cgroup(const std::string& path, bool v1);
+  // kill_on_exit: kill every process inside when the scheduler ends.
+  void watch_cgroup(const std::string& path, bool v1, bool kill_on_exit = false);
 
   // Closes the socket and waits for the guardian to finish its cleanup.
   // Returns its exit status (0: clean).

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "sys/pidfd.h"
 #include "sys/proc.h"
+#include "tests/support/cgroup_probe.h"
 #include "tests/support/run_program.h"
 
 namespace doorbell {
@@ -62,12 +63,21 @@ bool cpu_advances(pid_t pid, int64_t from) {
   return false;
 }
 
+// The CPU time of pid advances within `wait` of now. Retried up to 100 times
+// while it does not: a positive control for the "no CPU time within `wait`"
+// check (a runnable process on a loaded machine may wait a while for a CPU).
+bool cpu_advances_within(pid_t pid, std::chrono::milliseconds wait) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int64_t before = cpu_ns(pid);
+    std::this_thread::sleep_for(wait);
+    if (cpu_ns(pid) > before) return true;
+  }
+  return false;
+}
+
 void freeze_thaw_cycle(FreezerPreference preference, FreezerVersion expected) {
   FreezerOptions options;
   options.preference = preference;
-  const FreezerAvailability where = probe_freezers(options);
-  if ((expected == FreezerVersion::v2 ? where.v2_parent : where.v1_parent).empty())
-    GTEST_SKIP() << "freezer not available: " << where.v2_why_not << " / " << where.v1_why_not;
   std::string path;
   {
     // Started before the cgroup, so destroyed after it: a failed assertion
@@ -81,6 +91,9 @@ void freeze_thaw_cycle(FreezerPreference preference, FreezerVersion expected) {
     EXPECT_TRUE(fs::is_directory(path));
     cgroup.add(child);
     EXPECT_EQ(cgroup.processes(), std::vector<pid_t>{child});
+    // Positive control: the same 30 ms wait sees a running child's CPU time
+    // advance (so the check below could see it too).
+    ASSERT_TRUE(cpu_advances_within(child, 30ms)) << "the child never ran (positive control)";
     ASSERT_EQ(cgroup.freeze(), 0);
     ASSERT_TRUE(wait_frozen(cgroup, true));
     // Frozen: no CPU time passes.
@@ -103,17 +116,19 @@ void freeze_thaw_cycle(FreezerPreference preference, FreezerVersion expected) {
 }
 
 TEST(CgroupFreezer, V2_FreezeStopsCpuTimeThawResumesRemoveCleansUp) {
+  DOORBELL_REQUIRE_V2_FREEZER();
   freeze_thaw_cycle(FreezerPreference::v2_only, FreezerVersion::v2);
 }
 
 TEST(CgroupFreezer, V1_FreezeStopsCpuTimeThawResumesRemoveCleansUp) {
+  DOORBELL_REQUIRE_V1_FREEZER(v1);
   freeze_thaw_cycle(FreezerPreference::v1_only, FreezerVersion::v1);
 }
 
 TEST(CgroupFreezer, V2Unusable_FallsBackToV1WithReason) {
   FreezerOptions options;
   options.v2_parent = "/nonexistent/doorbell-v2";
-  if (probe_freezers(options).v1_parent.empty()) GTEST_SKIP() << "no v1 freezer";
+  DOORBELL_REQUIRE_V1_FREEZER(v1);
   CgroupFreezer cgroup = CgroupFreezer::create(unique_name("fallback"), options);
   EXPECT_EQ(cgroup.version(), FreezerVersion::v1);
   EXPECT_NE(cgroup.fallback_reason().find("/nonexistent/doorbell-v2"), std::string::npos)
@@ -142,8 +157,7 @@ TEST(CgroupFreezer, BadName_IsInvalidArgument) {
 }
 
 TEST(CgroupFreezer, ExistingDirectory_IsEexistNotReused) {
-  if (probe_freezers().v2_parent.empty() && probe_freezers().v1_parent.empty())
-    GTEST_SKIP() << "no freezer";
+  DOORBELL_REQUIRE_V2_FREEZER();
   CgroupFreezer first = CgroupFreezer::create(unique_name("twice"));
   try {
     CgroupFreezer::create(unique_name("twice"));
@@ -155,7 +169,7 @@ TEST(CgroupFreezer, ExistingDirectory_IsEexistNotReused) {
 }
 
 TEST(FreezerKeeper, HoldsAnEmptyV1CgroupFrozenAndRemovesIt) {
-  if (probe_freezers().v1_parent.empty()) GTEST_SKIP() << "no v1 freezer";
+  DOORBELL_REQUIRE_V1_FREEZER(v1);
   std::string path;
   {
     FreezerKeeper keeper(unique_name("keeper"));
@@ -167,6 +181,55 @@ TEST(FreezerKeeper, HoldsAnEmptyV1CgroupFrozenAndRemovesIt) {
     EXPECT_EQ(text, "FROZEN");
   }
   EXPECT_FALSE(fs::exists(path));
+}
+
+// kill_all(): every process of the cgroup dies, the children a process
+// forked included, on v2 (cgroup.kill) and on v1 (freeze, kill each, thaw).
+void kill_all_kills_the_tree(FreezerPreference preference) {
+  FreezerOptions options;
+  options.preference = preference;
+  const std::string file = "/tmp/" + unique_name("tree");
+  const std::string go = file + ".go";
+  // A shell that, once `go` exists (after it joined the cgroup), starts a
+  // busy child and waits for it: two processes.
+  test::RunningProgram shell =
+      test::start_program({"/bin/sh", "-c",
+                           "while [ ! -e '" + go + "' ]; do sleep 0.01; done; '" +
+                               DOORBELL_PARTITION_PROG + "' '" + file + "' 1; true"});
+  CgroupFreezer cgroup = CgroupFreezer::create(unique_name("kill"), options);
+  cgroup.add(shell.pid());
+  std::ofstream{go};
+  // The busy child starts inside (a child inherits its parent's cgroup).
+  std::vector<pid_t> inside;
+  for (int i = 0; i < 5000 && inside.size() < 2; ++i) {
+    std::this_thread::sleep_for(1ms);
+    inside = cgroup.processes();
+  }
+  ASSERT_EQ(inside.size(), 2u) << "the shell's child did not start inside the cgroup";
+  ASSERT_EQ(cgroup.freeze(), 0);  // kill_all works on a frozen cgroup too
+  ASSERT_TRUE(wait_frozen(cgroup, true));
+  EXPECT_EQ(cgroup.kill_all(), 0);
+  const test::RunResult r = shell.finish();
+  EXPECT_TRUE(!r.status.exited() && r.status.signal() == SIGKILL) << r.describe();
+  bool empty = false;
+  for (int i = 0; i < 5000 && !empty; ++i) {
+    empty = cgroup.processes().empty();
+    if (!empty) std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(empty) << "processes left in the cgroup after kill_all()";
+  EXPECT_FALSE(cgroup.is_frozen()) << "kill_all() leaves the cgroup thawed";
+  ::unlink(file.c_str());
+  ::unlink(go.c_str());
+}
+
+TEST(CgroupFreezer, V2_KillAllKillsEveryProcessOfTheTree) {
+  DOORBELL_REQUIRE_V2_FREEZER();
+  kill_all_kills_the_tree(FreezerPreference::v2_only);
+}
+
+TEST(CgroupFreezer, V1_KillAllKillsEveryProcessOfTheTree) {
+  DOORBELL_REQUIRE_V1_FREEZER(v1);
+  kill_all_kills_the_tree(FreezerPreference::v1_only);
 }
 
 }  // namespace

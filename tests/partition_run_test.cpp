@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "sys/proc.h"
 #include "tests/partition_progs/progress.h"
+#include "tests/support/cgroup_probe.h"
 #include "tests/support/run_program.h"
 
 namespace doorbell::partition {
@@ -207,6 +208,11 @@ void run_two_partitions(SuspendMethod method) {
   Scheduler scheduler(two_partitions(dir, method, 2));
   // 1000 frames (20 s): the watchdog; an idle machine needs about 12.
   const RunReport report = run_until_progress(scheduler, dir, 1000);
+  // The method asked for is the method that ran (no silent fall-back).
+  EXPECT_EQ(report.method, method_name(method));
+  if (method == SuspendMethod::freezer) {
+    EXPECT_EQ(report.freezer_version, "cgroup-v2");
+  }
   ASSERT_TRUE(report.stopped_early) << "the partitions did not both run in " << kWindowsWithProgress
                                     << " of their windows within 1000 frames";
   EXPECT_LT(report.frames, 1000);
@@ -246,13 +252,12 @@ TEST(PartitionRun, SigstopAllThreads_ProgressOnlyInsideWindows) {
 }
 
 TEST(PartitionRun, Freezer_ProgressOnlyInsideWindows) {
-  if (probe_freezers().v2_parent.empty() && probe_freezers().v1_parent.empty())
-    GTEST_SKIP() << "no cgroup freezer on this machine";
+  DOORBELL_REQUIRE_V2_FREEZER();
   run_two_partitions(SuspendMethod::freezer);
 }
 
 TEST(PartitionRun, FreezerV1Fallback_UsedWhenV2Unusable) {
-  if (probe_freezers().v1_parent.empty()) GTEST_SKIP() << "no v1 freezer on this machine";
+  DOORBELL_REQUIRE_V1_FREEZER(v1);
   const std::string dir = temp_dir();
   Schedule s = two_partitions(dir, SuspendMethod::freezer, 2);
   s.freezer.v2_parent = "/nonexistent/doorbell";
@@ -272,7 +277,7 @@ TEST(PartitionRun, FreezerV1Fallback_UsedWhenV2Unusable) {
             kWindowsWithProgress);
   // The keeper and the partition cgroups are gone.
   const std::string prefix = "doorbell-" + std::to_string(::getpid()) + "-";
-  for (const auto& entry : fs::directory_iterator(probe_freezers().v1_parent))
+  for (const auto& entry : fs::directory_iterator(v1.dir()))
     EXPECT_NE(entry.path().filename().string().rfind(prefix, 0), 0u) << entry.path();
   fs::remove_all(dir);
 }
@@ -378,16 +383,9 @@ char process_state(pid_t pid) {
   return paren == std::string::npos || paren + 2 >= line.size() ? '?' : line[paren + 2];
 }
 
+// The cgroups a scheduler left behind, found without the code under test.
 std::vector<std::string> leftover_cgroups(pid_t scheduler_pid) {
-  std::vector<std::string> left;
-  const std::string prefix = "doorbell-" + std::to_string(scheduler_pid) + "-";
-  const FreezerAvailability where = probe_freezers();
-  for (const std::string& parent : {where.v2_parent, where.v1_parent}) {
-    if (parent.empty()) continue;
-    for (const auto& entry : fs::directory_iterator(parent))
-      if (entry.path().filename().string().rfind(prefix, 0) == 0) left.push_back(entry.path());
-  }
-  return left;
+  return test::cgroups_with_prefix("doorbell-" + std::to_string(scheduler_pid) + "-");
 }
 
 void kill_scheduler_mid_window(SuspendMethod method, OnSchedulerExit on_exit) {
@@ -480,14 +478,12 @@ void kill_scheduler_mid_window(SuspendMethod method, OnSchedulerExit on_exit) {
 }
 
 TEST(PartitionSafety, SchedulerSigkilledMidWindow_Freezer_PartitionsKilledCgroupsRemoved) {
-  if (probe_freezers().v2_parent.empty() && probe_freezers().v1_parent.empty())
-    GTEST_SKIP() << "no cgroup freezer on this machine";
+  DOORBELL_REQUIRE_V2_FREEZER();
   kill_scheduler_mid_window(SuspendMethod::freezer, OnSchedulerExit::kill);
 }
 
 TEST(PartitionSafety, SchedulerSigkilledMidWindow_Freezer_ResumeLeavesThemRunningThawed) {
-  if (probe_freezers().v2_parent.empty() && probe_freezers().v1_parent.empty())
-    GTEST_SKIP() << "no cgroup freezer on this machine";
+  DOORBELL_REQUIRE_V2_FREEZER();
   kill_scheduler_mid_window(SuspendMethod::freezer, OnSchedulerExit::resume);
 }
 
@@ -528,6 +524,14 @@ TEST(PartitionCli, Sigint_StopsAtNextBoundaryWithReportAndNoLeftovers) {
   text << in.rdbuf();
   EXPECT_NE(text.str().find("\"stopped_early\": true"), std::string::npos)
       << text.str().substr(0, 400);
+  // The schedule asks for the freezer: where cgroup2 offers one (decided
+  // here, not by the code under test), the freezer ran, not a fall-back.
+  if (test::cgroup2_freezer_usable()) {
+    EXPECT_NE(text.str().find("\"method\": \"freezer\""), std::string::npos)
+        << text.str().substr(0, 400);
+    EXPECT_NE(text.str().find("\"freezer_version\": \"cgroup-v2\""), std::string::npos)
+        << text.str().substr(0, 400);
+  }
   EXPECT_TRUE(leftover_cgroups(r.pid).empty());
   // (A partition that never reached main wrote no pid: 0, skipped.)
   for (pid_t partition : {read_progress(dir + "/A").pid, read_progress(dir + "/B").pid}) {

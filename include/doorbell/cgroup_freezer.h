@@ -104,6 +104,16 @@ class CgroupFreezer {
   // "frozen 1"; v1: freezer.state "FROZEN"). False on error.
   bool is_frozen() noexcept;
 
+  // Kills (SIGKILL) every process in the cgroup, children and processes
+  // forked meanwhile included, and leaves the cgroup thawed. v2: writes
+  // cgroup.kill (Linux 5.14); where that file is missing, and on v1: freezes
+  // the cgroup (a frozen cgroup cannot fork, and its tasks cannot exit, so
+  // their PIDs cannot be recycled), waits up to ~1 s for FROZEN, SIGKILLs
+  // every PID in cgroup.procs, and thaws (a v1-frozen task dies only once
+  // thawed). Returns 0 or -errno. Does not wait for the processes to be
+  // gone. noexcept; not async-signal-safe (it allocates).
+  int kill_all() noexcept;
+
   // An fd that polls POLLPRI when the frozen state changes (v2 cgroup.events),
   // or -1 where there is no notification (v1: poll is_frozen()).
   int event_fd() const noexcept { return events_fd_; }

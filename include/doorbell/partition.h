@@ -9,20 +9,30 @@
 //   SCHED_FIFO where permitted and sleeps on absolute CLOCK_MONOTONIC
 //   deadlines. Partitions start suspended.
 //
+// Process trees
+//   Each partition is the leader of its own session and process group
+//   (setsid). A partition that forks is suspended, resumed and killed as a
+//   whole: the signal methods signal its process group (kill(-pgid), listed
+//   by the kernel at each signal), the freezer its cgroup (children are born
+//   inside). When the partition's own process exits, what is left of its
+//   group and cgroup is killed. Measurements (stopped, verified, CPU clock)
+//   concern the partition's own process. docs/partition.md, "Process trees".
+//
 // Suspension methods
-//   sigstop             kill(pid, SIGSTOP) through a pidfd: the classic user
+//   sigstop             kill(-pgid, SIGSTOP): the classic user
 //                       design. The kernel hands the stop to ONE thread (the
 //                       main thread when it does not block it) and the group
 //                       stop begins only when that thread runs: with busy
 //                       threads that is milliseconds late.
 //   sigstop_all_threads SIGSTOP to every thread (tgkill each): the first
-//                       thread to run starts the group stop.
+//                       thread to run starts the group stop; then
+//                       kill(-pgid, SIGSTOP) for the rest of the group.
 //   freezer             a cgroup per partition, frozen and thawed (cgroup v2
 //                       cgroup.freeze, else the v1 freezer with a keeper
 //                       cgroup, cgroup_freezer.h). Where no freezer can be
 //                       used the scheduler falls back to sigstop_all_threads
 //                       and says so in RunReport::warnings.
-//   Resume is SIGCONT (both sigstop methods) or thaw.
+//   Resume is SIGCONT to the group (both sigstop methods) or thaw.
 //
 // What is measured, per window (all CLOCK_MONOTONIC, absolute ns)
 //   nominal start/end; resume_requested (when SIGCONT/thaw was issued);
@@ -71,14 +81,21 @@
 //
 // Safety
 //   Before any partition exists a guardian process is forked. Every
-//   partition's pidfd (SCM_RIGHTS) and every cgroup is handed to it. When the
-//   scheduler's end of the socket closes -- normal return, exception, crash,
-//   SIGKILL -- the guardian thaws every cgroup, SIGCONTs every partition,
-//   kills them (OnSchedulerExit::kill) or leaves them running, and removes
-//   the cgroups. The scheduler does the same itself on a normal return.
+//   partition's pidfd (SCM_RIGHTS) and process group, and every cgroup, is
+//   handed to it. When the scheduler's end of the socket closes -- normal
+//   return, exception, crash, SIGKILL -- the guardian kills every process of
+//   the cgroups (OnSchedulerExit::kill: v2 cgroup.kill, v1 freeze and kill
+//   each), thaws every cgroup, SIGCONTs every partition and its group, kills
+//   them (OnSchedulerExit::kill) or leaves them running, and removes the
+//   cgroups. The scheduler does the same itself on a normal return.
+//   A partition holds PR_SET_PDEATHSIG(SIGKILL) only until the guardian holds
+//   its pidfd (a handshake before its first stop), so OnSchedulerExit::resume
+//   holds even before a partition's first window. If a partition's pidfd
+//   cannot be opened or handed over, the child is killed and reaped and run()
+//   throws std::system_error naming the partition and the call.
 //   Signals go through pidfds (and tgkill with the partition's tgid, which
 //   cannot be recycled while it is our unreaped child), never to a recycled
-//   PID. Partitions run in their own process group, so a terminal's Ctrl-C
+//   PID. Partitions run in their own session, so a terminal's Ctrl-C
 //   reaches only the scheduler, which stops cleanly (request_stop()).
 //
 // Process-wide state
