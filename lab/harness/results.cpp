@@ -138,6 +138,8 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
             {"available", r.available},
             {"meaning", r.ratio->meaning}};
     rj["value"] = r.available ? json(r.value) : json(nullptr);
+    if (!r.available) rj["why"] = r.why;  // the reason beside the null value
+    if (!r.ratio->metric.empty()) rj["metric"] = r.ratio->metric;
     rj["reference"] = r.ratio->reference > 0 ? json(r.ratio->reference) : json(nullptr);
     rj["reference_source"] = r.ratio->reference_source;
     rj["versus_reference"] =
@@ -154,7 +156,8 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
             {"value_ns", f.value_ns},
             {"statistic", f.statistic},
             {"source", f.source}};
-    const MetricResult* m = ours->primary();
+    if (!f.metric.empty()) fj["metric"] = f.metric;
+    const MetricResult* m = reference_metric(*ours, f);
     fj["ours_ns"] = m ? json(statistic(m->summary, f.statistic)) : json(nullptr);
     refs.push_back(fj);
   }
@@ -275,28 +278,30 @@ void print_table(const RunResults& results, std::ostream& out) {
                        "published", "ours/pub", "source of the published figure");
     for (const auto& r : results.ratios) {
       const Ratio& ratio = *r.ratio;
-      const std::string ours = r.available ? format_ratio(r.value) : "n/a";
+      const std::string ours = r.available ? format_ratio(r.value) : "-";
       const std::string pub = ratio.reference > 0 ? format_ratio(ratio.reference) : "-";
       const std::string vs =
           r.available && ratio.reference > 0 ? fmt::format("{:.2f}", r.versus_reference) : "-";
       out << fmt::format("  {:<38} {:>10} {:>10} {:>8}  {}\n", ratio.name, ours, pub, vs,
                          ratio.reference_source.empty() ? "-" : ratio.reference_source);
+      if (!r.available) out << "      not computed: " << r.why << "\n";
       if (!ratio.meaning.empty()) out << "      " << ratio.meaning << "\n";
     }
   }
   bool header = false;
   for (const auto& f : all_references()) {
     const ScenarioResult* ours = results.find(f.scenario);
-    if (ours == nullptr || ours->primary() == nullptr) continue;
+    const MetricResult* m = ours == nullptr ? nullptr : reference_metric(*ours, f);
+    if (m == nullptr) continue;
     if (!header) {
       out << fmt::format("\n{:<40} {:>10} {:>10}  {}\n", "published figures beside ours",
                          "published", "ours", "source");
       header = true;
     }
-    out << fmt::format("  {:<38} {:>10} {:>10}  {} ({} of {})\n", f.what,
+    out << fmt::format("  {:<38} {:>10} {:>10}  {} ({} of {} of {})\n", f.what,
                        format_duration(f.value_ns),
-                       format_duration(statistic(ours->primary()->summary, f.statistic)), f.source,
-                       f.statistic, f.scenario);
+                       format_duration(statistic(m->summary, f.statistic)), f.source, f.statistic,
+                       m->name, f.scenario);
   }
   out << fmt::format("\n{} scenarios in {:.1f} s\n", results.scenarios.size(), results.wall_s);
 }

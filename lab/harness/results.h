@@ -20,9 +20,11 @@
 //                        "raw": [...] (only where the scenario kept raw samples)}},
 //     "counters": {name: {"per_repetition": [...], "min", "median", "max"}},
 //     "notes": [...]}],
-//   "ratios": [{"name", "numerator", "denominator", "statistic", "value",
-//               "reference", "reference_source", "versus_reference", "meaning"}],
-//   "references": [{"scenario", "what", "value_ns", "statistic", "source", "ours_ns"}]
+//   "ratios": [{"name", "numerator", "denominator", "statistic", "available", "value",
+//               "why" (only when value is null: the reason), "metric" (only when not the
+//               primary), "reference", "reference_source", "versus_reference", "meaning"}],
+//   "references": [{"scenario", "what", "value_ns", "statistic", "source", "ours_ns",
+//                   "metric" (only when not the primary)}]
 // }
 #pragma once
 
