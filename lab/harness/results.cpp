@@ -1,5 +1,8 @@
 #include "lab/harness/results.h"
 
+#include "lab/harness/results_reader.h"
+#include "lab/harness/summary.h"
+
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -237,6 +240,9 @@ void print_table(const RunResults& results, std::ostream& out) {
       e.monotonic_read_ns, e.min_signal_stack, e.build_type);
   out << "machine: " << e.machine_summary << " · load " << e.load_average << " → "
       << e.load_average_after << "\n";
+  // The first screen: what this run says, computed from the same figures
+  // the report reads (the results as a file would hold them).
+  out << "\n" << format_summary(summarize_run(results_from_json(to_json(results, "")))) << "\n";
   out << "Absolute times are for this machine only; the ratios are what travels. p50 spread = "
          "min/median/max of each repetition's p50.\n";
   std::string group;

@@ -51,8 +51,10 @@ void write_json(const RunResults& results, const std::string& doorbell_version,
 // repetitions; counters as one row each with metric "counter:<name>".
 void write_csv(const RunResults& results, const std::string& path);
 
-// The human table: one line per scenario's primary metric, grouped, then the
-// ratios beside their published figures, then the reference figures.
+// The human table: the machine and the "on this machine" summary
+// (summary.h) first, then one line per scenario's primary metric, grouped,
+// then the ratios beside their published figures (a ratio not computed says
+// why), then the reference figures.
 void print_table(const RunResults& results, std::ostream& out);
 
 }  // namespace doorbell::lab
