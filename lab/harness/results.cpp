@@ -161,7 +161,9 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
             {"source", f.source}};
     if (!f.metric.empty()) fj["metric"] = f.metric;
     const MetricResult* m = reference_metric(*ours, f);
-    fj["ours_ns"] = m ? json(statistic(m->summary, f.statistic)) : json(nullptr);
+    const bool measured = m != nullptr && m->summary.count > 0;
+    fj["ours_ns"] = measured ? json(statistic(m->summary, f.statistic)) : json(nullptr);
+    if (!measured) fj["why"] = why_not_measured(*ours, f.metric);
     refs.push_back(fj);
   }
   j["references"] = refs;
@@ -297,12 +299,18 @@ void print_table(const RunResults& results, std::ostream& out) {
   bool header = false;
   for (const auto& f : all_references()) {
     const ScenarioResult* ours = results.find(f.scenario);
-    const MetricResult* m = ours == nullptr ? nullptr : reference_metric(*ours, f);
-    if (m == nullptr) continue;
+    if (ours == nullptr) continue;  // not selected in this run
+    const MetricResult* m = reference_metric(*ours, f);
     if (!header) {
       out << fmt::format("\n{:<40} {:>10} {:>10}  {}\n", "published figures beside ours",
                          "published", "ours", "source");
       header = true;
+    }
+    if (m == nullptr || m->summary.count == 0) {
+      out << fmt::format("  {:<38} {:>10} {:>10}  {}\n      not measured: {}\n", f.what,
+                         format_duration(f.value_ns), "-", f.source,
+                         why_not_measured(*ours, f.metric));
+      continue;
     }
     out << fmt::format("  {:<38} {:>10} {:>10}  {} ({} of {} of {})\n", f.what,
                        format_duration(f.value_ns),

@@ -277,6 +277,7 @@ ReferenceRecord read_reference(const json& value, std::size_t index) {
   r.value_ns = f.number("value_ns");
   r.ours_ns = f.number("ours_ns");
   r.metric = f.text("metric");
+  r.why = f.text("why");
   return r;
 }
 

@@ -135,6 +135,7 @@ struct ReferenceRecord {
   double value_ns = kNotMeasured;
   double ours_ns = kNotMeasured;  // our figure when the results were written
   std::string metric;             // the metric ours is of; empty: the scenario's primary one
+  std::string why;                // when ours_ns is null: why (may be empty in older files)
 };
 
 // "options" of the run that wrote the file.

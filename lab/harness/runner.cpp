@@ -176,25 +176,17 @@ ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
 
 }  // namespace
 
-namespace {
-
-std::string scenario_label(const ScenarioResult& s) {
-  return s.scenario->name;
-}
-
-// Why one side of a ratio has no figure; empty when it has one.
-std::string missing_reason(const ScenarioResult& s, const MetricResult* m,
-                           const std::string& metric_name) {
-  if (s.status == ScenarioResult::Status::skipped)
-    return scenario_label(s) + " was skipped: " + s.reason;
-  if (s.status == ScenarioResult::Status::failed) return scenario_label(s) + " failed: " + s.reason;
+std::string why_not_measured(const ScenarioResult& s, const std::string& metric_name) {
+  const std::string name = s.scenario->name;
+  if (s.status == ScenarioResult::Status::skipped) return name + " was skipped: " + s.reason;
+  if (s.status == ScenarioResult::Status::failed) return name + " failed: " + s.reason;
+  const MetricResult* m = metric_name.empty() ? s.primary() : s.metric(metric_name);
   if (m == nullptr || m->summary.count == 0)
-    return scenario_label(s) + " recorded no '" +
-           (metric_name.empty() ? s.scenario->primary_metric : metric_name) + "' samples";
+    return name + " recorded no '" +
+           (metric_name.empty() ? s.scenario->primary_metric : metric_name) + "' samples" +
+           (s.notes.empty() ? std::string() : " (its note: " + s.notes.front() + ")");
   return {};
 }
-
-}  // namespace
 
 std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scenarios,
                                         const std::vector<Ratio>& ratios) {
@@ -212,8 +204,8 @@ std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scena
     if (num == nullptr || den == nullptr) continue;  // not selected in this run
     const MetricResult* a = ratio.metric.empty() ? num->primary() : num->metric(ratio.metric);
     const MetricResult* b = ratio.metric.empty() ? den->primary() : den->metric(ratio.metric);
-    r.why = missing_reason(*num, a, ratio.metric);
-    if (r.why.empty()) r.why = missing_reason(*den, b, ratio.metric);
+    r.why = why_not_measured(*num, ratio.metric);
+    if (r.why.empty()) r.why = why_not_measured(*den, ratio.metric);
     if (r.why.empty()) {
       const double x = statistic(a->summary, ratio.statistic);
       const double y = statistic(b->summary, ratio.statistic);

@@ -86,6 +86,11 @@ std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scena
 std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scenarios,
                                         const std::vector<Ratio>& ratios);
 
+// Why a scenario has no figure for a metric (empty: its primary one): "X was
+// skipped: ...", "X failed: ...", "X recorded no 'm' samples (its note:
+// ...)"; empty when it has one.
+std::string why_not_measured(const ScenarioResult& scenario, const std::string& metric = {});
+
 // The metric a reference figure compares with (its `metric`, else the
 // primary one); nullptr when the scenario did not record it.
 const MetricResult* reference_metric(const ScenarioResult& scenario, const ReferenceFigure& figure);

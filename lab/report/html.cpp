@@ -213,15 +213,19 @@ std::string references_section(const std::vector<LabeledRun>& runs) {
     for (const auto& r : runs) {
       double ours = lab::kNotMeasured;
       if (const ScenarioRecord* s = r.find(ref.scenario); s && s->ok())
-        if (const MetricRecord* m = s->primary()) ours = m->summary.statistic(ref.statistic);
+        if (const MetricRecord* m = ref.metric.empty() ? s->primary() : s->metric(ref.metric))
+          ours = m->summary.statistic(ref.statistic);
       if (&r == &runs.back() && !std::isfinite(ours)) ours = ref.ours_ns;
+      const bool why = !std::isfinite(ours) && &r == &runs.back() && !ref.why.empty();
       rows +=
-          num_cell(format_duration(ours)) + num_cell(positive(ref.value_ns) && std::isfinite(ours)
-                                                         ? format_ratio(ours / ref.value_ns)
-                                                         : "–");
+          (why ? "<td class=\"note\">not measured: " + escape_html(ref.why) + "</td>"
+               : num_cell(format_duration(ours))) +
+          num_cell(positive(ref.value_ns) && std::isfinite(ours) ? format_ratio(ours / ref.value_ns)
+                                                                 : "–");
     }
-    rows += "<td><code>" + escape_html(ref.scenario) + "</code></td><td>" +
-            escape_html(ref.source) + "</td></tr>\n";
+    rows += "<td><code>" + escape_html(ref.scenario) + "</code>" +
+            (ref.metric.empty() ? std::string() : " (" + escape_html(ref.metric) + ")") +
+            "</td><td>" + escape_html(ref.source) + "</td></tr>\n";
   }
   if (rows.empty()) return h + "<p>No reference figures in these results.</p>\n";
   h += "<table><tr><th>what</th><th>statistic</th><th>published</th>";
