@@ -57,11 +57,11 @@ struct RatioResult {
   const Ratio* ratio = nullptr;
   bool available = false;  // both scenarios ran and the denominator is not zero
   double value = 0.0;
-  // When not available: why, in one line ("every-thread K=32: p99 of delay
-  // is 0: ..."); empty when available.
-  std::string why;
   // value / reference, when a reference exists
   double versus_reference = 0.0;
+  // When not available: why, in one line ("the denominator (p99 of 'delay'
+  // of ...) is 0: ..."); empty when available.
+  std::string why;
 };
 
 struct RunResults {
