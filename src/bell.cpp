@@ -28,20 +28,13 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "cpu_relax.h"
 #include "deadline.h"
 #include "sys/error.h"
 #include "sys/futex.h"
 
 namespace doorbell {
 namespace {
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 inline sys::FutexScope scope_of(uint32_t word) noexcept {
   return (word & Bell::kPrivate) ? sys::FutexScope::process_private : sys::FutexScope::shared;
@@ -75,7 +68,12 @@ void Bell::ring() noexcept {
   // atomically with setting rung: that is what makes the wake decision
   // race-free. After this line the word is not touched again (lifetime).
   const uint32_t old = word_.fetch_or(kRung, std::memory_order_release);
-  if ((old & kRung) == 0 && (old & kWaiterMask) != 0) {
+  // Wake whenever waiters are counted, rung or not: the waiter an earlier
+  // ring() woke may have been killed before it took the ring, and then only
+  // this wake reaches the live sleepers (bell.h, "Dead waiters"). When the
+  // Bell was already rung by a live waiter's wake, this one is spurious for
+  // whoever it wakes, who finds the ring taken and sleeps again.
+  if ((old & kWaiterMask) != 0) {
     const int saved_errno = errno;
     const int rc = sys::futex_wake(reinterpret_cast<const uint32_t*>(this), 1, scope_of(old));
     // EFAULT: the waiter already unmapped the Bell (allowed, see bell.h).
@@ -121,7 +119,7 @@ bool Bell::wait_impl(const void* deadline_ptr, Spin spin) noexcept {
   const auto* deadline = static_cast<const timespec*>(deadline_ptr);
   if (try_wait()) return true;
   for (uint32_t i = 0; i < spin.iterations; ++i) {
-    cpu_relax();
+    detail::cpu_relax();
     if ((word_.load(std::memory_order_relaxed) & kRung) && try_wait()) return true;
   }
   // Register as a waiter, unless a ring arrives meanwhile (then take it).

@@ -28,6 +28,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <map>
 #include <memory>
 
@@ -56,6 +57,15 @@ int64_t now_ns() noexcept {
 
 timespec to_timespec(int64_t ns) noexcept {
   return timespec{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+}
+
+// The scheduler tick: CLOCK_MONOTONIC_COARSE advances once a tick, so its
+// resolution is the tick (4 ms at CONFIG_HZ=250). Another process's CPU clock
+// advances at the same granularity.
+int64_t tick_ns() noexcept {
+  timespec res{};
+  if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0) return 0;
+  return static_cast<int64_t>(res.tv_sec) * 1'000'000'000 + res.tv_nsec;
 }
 
 int64_t cpu_time_ns(clockid_t clock) noexcept {
@@ -123,6 +133,7 @@ struct Partition {
   long pending_stop = -1;  // record awaiting "every thread stopped"
   long pending_run = -1;   // record awaiting the first run after resume
   int64_t cpu_baseline = 0;
+  std::deque<int64_t> recent_stops;  // the last kStopLeadHistory stop latencies
 };
 
 class Run {
@@ -138,6 +149,12 @@ class Run {
   void spawn(Partition& p);
   void initial_suspend(Partition& p);
   void suspend(Partition& p) noexcept;
+  // Ends p's current window: records and issues the suspension with lead_ns.
+  void end_window(Partition& p, int64_t lead_ns) noexcept;
+  // Records a measured stop of p's pending window.
+  void stopped(Partition& p, bool verified) noexcept;
+  void settle_start_up(Partition& p);
+  void start_up(Partition& p);
   void resume(Partition& p) noexcept;
   // Waits until deadline_ns, handling events. False when a stop was asked.
   bool wait_until(int64_t deadline_ns);
@@ -170,6 +187,8 @@ class Run {
 
 void Run::set_up() {
   report_.method = method_name(schedule_.method);
+  report_.first_run = {"cpu-clock (tick-granular)", tick_ns()};
+  report_.cpu_after_end = report_.first_run;
   report_.overrun_threshold_ns = schedule_.overrun_threshold_ns;
   report_.verify_stopped = options_.verify_stopped && schedule_.method != SuspendMethod::freezer;
   partitions_.resize(schedule_.partitions.size());
@@ -349,6 +368,91 @@ void Run::initial_suspend(Partition& p) {
       ::usleep(100);
     }
     sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
+    settle_start_up(p);
+  }
+}
+
+// The start-up SIGCONT wakes the stopped, frozen task: it leaves the group
+// stop, reports CLD_CONTINUED and (v2) enters the freezer trap, and until it
+// has done so the cgroup is not frozen. Frame 0 must not begin before that:
+// wait for the report and for the cgroup to be frozen again.
+void Run::settle_start_up(Partition& p) {
+  const int64_t give_up = now_ns() + 2'000'000'000;
+  if (p.cgroup->version() == FreezerVersion::v2) {
+    for (;;) {
+      siginfo_t info{};
+      const int r = ::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
+                             WCONTINUED | WEXITED | WNOWAIT | WNOHANG);
+      if (r != 0 && errno != EINTR) sys::throw_errno("waitid for partition " + p.spec->name);
+      if (r == 0 && info.si_pid != 0) {
+        if (info.si_code != CLD_CONTINUED) break;  // gone: reported by the run loop
+        // Consume the CLD_CONTINUED report.
+        siginfo_t consumed{};
+        ::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WCONTINUED | WNOHANG);
+        break;
+      }
+      if (now_ns() > give_up) {
+        report_.warnings.push_back("partition " + p.spec->name +
+                                   ": no CLD_CONTINUED within 2 s of the start-up SIGCONT");
+        break;
+      }
+      ::usleep(50);
+    }
+  }
+  while (!p.cgroup->is_frozen()) {
+    if (now_ns() > give_up)
+      throw std::system_error(ETIMEDOUT, std::generic_category(),
+                              "cgroup " + p.cgroup->path() +
+                                  " did not freeze again within 2 s of the start-up SIGCONT");
+    ::usleep(50);
+  }
+}
+
+// Runs a command partition through its execve before frame 0 and suspends it
+// again, so that frame 0's windows do not hold the exec (page faults and
+// file reads, which no stop interrupts: a partition in them is stopped only
+// when they end). The exec-error pipe is close-on-exec: its end of file says
+// the exec is done. A partition that does not get there (or stop again)
+// within kStartUpNs is left as it is and measured from frame 0 on, with a
+// warning; one that exits is reported as any exit.
+void Run::start_up(Partition& p) {
+  constexpr int64_t kStartUpNs = 5'000'000'000;
+  if (p.spec->entry || !p.alive || !p.exec_error) return;
+  const int64_t give_up = now_ns() + kStartUpNs;
+  resume(p);
+  for (;;) {
+    pollfd fd{p.exec_error.get(), POLLIN, 0};
+    const int64_t left = give_up - now_ns();
+    if (left <= 0) {
+      report_.warnings.push_back("partition " + p.spec->name +
+                                 ": its exec took over 5 s at start-up; frame 0 includes it");
+      break;
+    }
+    const timespec wait = to_timespec(std::min<int64_t>(left, 10'000'000));
+    const int r = ::ppoll(&fd, 1, &wait, nullptr);
+    if (r < 0 && errno != EINTR) sys::throw_errno("ppoll (start-up of " + p.spec->name + ")");
+    if (r > 0) break;  // end of file (exec done) or an exec error (the child exits)
+  }
+  suspend(p);
+  for (;;) {
+    if (p.cgroup) {
+      if (p.cgroup->is_frozen()) break;
+    } else {
+      siginfo_t info{};
+      if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
+                   WSTOPPED | WEXITED | WNOHANG) == 0 &&
+          info.si_pid != 0) {
+        if (info.si_code == CLD_STOPPED) break;
+        on_exit(p, info);
+        return;
+      }
+    }
+    if (now_ns() > give_up) {
+      report_.warnings.push_back("partition " + p.spec->name +
+                                 " did not stop within 5 s of its start-up exec");
+      break;
+    }
+    ::usleep(50);
   }
 }
 
@@ -422,13 +526,8 @@ void Run::check_partitions() noexcept {
       }
       if (info.si_pid == 0) break;
       if (info.si_code == CLD_STOPPED) {
-        if (p.pending_stop >= 0 && !p.cgroup) {
-          WindowRecord& record = report_.windows[p.pending_stop];
-          record.stopped_ns = now_ns();
-          record.cpu_after_end_ns = cpu_time_ns(p.cpu_clock) - record.cpu_at_suspend_ns;
-          record.verified = options_.verify_stopped && every_thread_stopped(p.pid);
-          p.pending_stop = -1;
-        }
+        if (p.pending_stop >= 0 && !p.cgroup)
+          stopped(p, options_.verify_stopped && every_thread_stopped(p.pid));
         continue;
       }
       if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
@@ -442,14 +541,30 @@ void Run::check_partitions() noexcept {
 void Run::check_freezers() noexcept {
   for (Partition& p : partitions_) {
     if (p.pending_stop < 0 || !p.cgroup) continue;
-    if (p.cgroup->is_frozen()) {
-      WindowRecord& record = report_.windows[p.pending_stop];
-      record.stopped_ns = now_ns();
-      record.cpu_after_end_ns = cpu_time_ns(p.cpu_clock) - record.cpu_at_suspend_ns;
-      record.verified = true;
-      p.pending_stop = -1;
-    }
+    if (p.cgroup->is_frozen()) stopped(p, true);
   }
+}
+
+void Run::stopped(Partition& p, bool verified) noexcept {
+  WindowRecord& record = report_.windows[p.pending_stop];
+  record.stopped_ns = now_ns();
+  record.cpu_after_end_ns = cpu_time_ns(p.cpu_clock) - record.cpu_at_suspend_ns;
+  record.verified = verified;
+  p.pending_stop = -1;
+  p.recent_stops.push_back(record.stopped_ns - record.suspend_requested_ns);
+  if (p.recent_stops.size() > kStopLeadHistory) p.recent_stops.pop_front();
+}
+
+void Run::end_window(Partition& p, int64_t lead_ns) noexcept {
+  if (p.current_record < 0 || !p.alive) return;
+  WindowRecord& record = report_.windows[p.current_record];
+  if (p.pending_run >= 0) p.pending_run = -1;  // never seen running
+  record.stop_lead_ns = lead_ns;
+  record.cpu_at_suspend_ns = cpu_time_ns(p.cpu_clock);
+  record.suspend_requested_ns = now_ns();
+  suspend(p);
+  p.pending_stop = p.current_record;
+  p.current_record = -1;
 }
 
 void Run::check_first_runs() noexcept {
@@ -523,27 +638,31 @@ RunReport Run::execute() {
     instants[w.offset_ns + w.duration_ns].stop = static_cast<long>(i);
   }
 
+  if (options_.observer) options_.observer->partitions_started(report_.pids);
+  for (Partition& p : partitions_) start_up(p);
   const int64_t start = now_ns() + options_.start_delay_ns;
   report_.start_ns = start;
   bool go_on = true;
   for (int64_t f = 0; f < frames && go_on; ++f) {
     for (const auto& [offset, instant] : instants) {
       const int64_t at = start + f * frame + offset;
+      if (instant.stop >= 0) {
+        // Stop lead: suspend early by what this partition's recent stops
+        // took (at most half the window, so no earlier boundary is passed).
+        const WindowSpec& ending = schedule_.windows[instant.stop];
+        Partition& p = partitions_[ending.partition_index];
+        const int64_t lead =
+            stop_lead_ns(std::vector<int64_t>(p.recent_stops.begin(), p.recent_stops.end()),
+                         schedule_.max_stop_lead_ns, ending.duration_ns);
+        if (!wait_until(at - lead)) {
+          go_on = false;
+          break;
+        }
+        end_window(p, lead);
+      }
       if (!wait_until(at)) {
         go_on = false;
         break;
-      }
-      if (instant.stop >= 0) {
-        Partition& p = partitions_[schedule_.windows[instant.stop].partition_index];
-        if (p.current_record >= 0 && p.alive) {
-          WindowRecord& record = report_.windows[p.current_record];
-          if (p.pending_run >= 0) p.pending_run = -1;  // never seen running
-          record.cpu_at_suspend_ns = cpu_time_ns(p.cpu_clock);
-          record.suspend_requested_ns = now_ns();
-          suspend(p);
-          p.pending_stop = p.current_record;
-          p.current_record = -1;
-        }
       }
       if (instant.start >= 0) {
         const WindowSpec& w = schedule_.windows[instant.start];
@@ -568,6 +687,8 @@ RunReport Run::execute() {
             previous.stopped_ns = resume_at;
             previous.cpu_after_end_ns = p.cpu_baseline - previous.cpu_at_suspend_ns;
             p.pending_stop = -1;
+            p.recent_stops.push_back(resume_at - previous.suspend_requested_ns);
+            if (p.recent_stops.size() > kStopLeadHistory) p.recent_stops.pop_front();
           }
           report_.windows[index].resume_requested_ns = resume_at;
           resume(p);
@@ -590,6 +711,7 @@ RunReport Run::execute() {
     if (!any_stop) break;
     if (!wait_until(std::min(give_up, now_ns() + 1'000'000))) break;
   }
+  if (options_.observer) options_.observer->refine(report_);
   cleanup();
   report_.summaries = summarize(schedule_, report_);
   return std::move(report_);

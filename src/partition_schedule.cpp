@@ -68,6 +68,7 @@ void validate(Schedule& schedule) {
                             format_ms(schedule.major_frame_ns) + ")");
   if (schedule.overrun_threshold_ns <= 0)
     throw ScheduleError(0, "the overrun threshold must be longer than zero");
+  if (schedule.max_stop_lead_ns < 0) throw ScheduleError(0, "the maximum stop lead is negative");
   if (schedule.partitions.empty()) throw ScheduleError(0, "the schedule has no partitions");
   if (schedule.windows.empty()) throw ScheduleError(0, "the schedule has no windows");
   std::map<std::string, std::size_t> index;
@@ -138,14 +139,42 @@ void validate(Schedule& schedule) {
                           "partition '" + schedule.partitions[i].name + "' has no window");
 }
 
+int64_t stop_lead_ns(std::vector<int64_t> recent, int64_t max_lead_ns, int64_t window_ns) {
+  if (recent.empty() || max_lead_ns <= 0) return 0;
+  std::sort(recent.begin(), recent.end());
+  const std::size_t rank = (recent.size() * 95 + 99) / 100;  // nearest rank, >= 1
+  const int64_t learned = recent[std::max<std::size_t>(rank, 1) - 1];
+  return std::clamp<int64_t>(learned, 0, std::min(max_lead_ns, window_ns / 2));
+}
+
+double scheduling_error_percent(const WindowRecord& w, int64_t invaded_window_ns) noexcept {
+  if (w.stopped_ns == 0 || invaded_window_ns <= 0) return -1;
+  return 100.0 * static_cast<double>(std::max<int64_t>(0, w.overrun_ns())) /
+         static_cast<double>(invaded_window_ns);
+}
+
+namespace {
+
+// The length of the window that window index i invades when it overruns:
+// the next window of the frame when it starts where i ends, else i's own.
+int64_t invaded_window_ns(const Schedule& schedule, std::size_t i) {
+  const WindowSpec& w = schedule.windows[i];
+  const int64_t end = (w.offset_ns + w.duration_ns) % schedule.major_frame_ns;
+  for (const WindowSpec& next : schedule.windows)
+    if (next.offset_ns == end && &next != &w) return next.duration_ns;
+  return w.duration_ns;
+}
+
+}  // namespace
+
 std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunReport& report) {
   std::vector<PartitionSummary> result;
   for (std::size_t p = 0; p < schedule.partitions.size(); ++p) {
     PartitionSummary s;
     s.partition = schedule.partitions[p].name;
     s.method = report.method;
-    std::vector<double> overrun, stop, resume, late, cpu_after;
-    double stolen = 0, scheduled = 0;
+    std::vector<double> overrun, stop, resume, start_delay, late, cpu_after, error, lead;
+    double stolen = 0, scheduled = 0, given_up = 0;
     for (const WindowRecord& w : report.windows) {
       if (w.partition != p) continue;
       if (w.partition_gone) continue;
@@ -157,17 +186,27 @@ std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunRepor
       overrun.push_back(static_cast<double>(w.overrun_ns()));
       stop.push_back(static_cast<double>(w.stop_latency_ns()));
       late.push_back(static_cast<double>(w.wake_late_ns()));
+      lead.push_back(static_cast<double>(w.stop_lead_ns));
       if (w.cpu_after_end_ns >= 0) cpu_after.push_back(static_cast<double>(w.cpu_after_end_ns));
-      if (w.first_run_ns) resume.push_back(static_cast<double>(w.resume_latency_ns()));
+      if (w.first_run_ns) {
+        resume.push_back(static_cast<double>(w.resume_latency_ns()));
+        start_delay.push_back(static_cast<double>(w.start_delay_ns()));
+      }
+      if (w.window < schedule.windows.size())
+        error.push_back(scheduling_error_percent(w, invaded_window_ns(schedule, w.window)));
       if (w.overrun_ns() > report.overrun_threshold_ns) ++s.over_threshold;
       if (w.never_stopped)
         ++s.never_stopped;
       else if (report.verify_stopped && !w.verified)
         ++s.verify_failures;
       stolen += static_cast<double>(std::max<int64_t>(0, w.overrun_ns()));
+      given_up += static_cast<double>(w.given_up_ns());
       scheduled += static_cast<double>(w.nominal_end_ns - w.nominal_start_ns);
     }
-    for (auto* v : {&overrun, &stop, &resume, &late, &cpu_after}) std::sort(v->begin(), v->end());
+    double error_sum = 0;
+    for (double e : error) error_sum += e;
+    for (auto* v : {&overrun, &stop, &resume, &start_delay, &late, &cpu_after, &error, &lead})
+      std::sort(v->begin(), v->end());
     s.overrun_p50_ns = percentile(overrun, 50);
     s.overrun_p99_ns = percentile(overrun, 99);
     s.overrun_max_ns = overrun.empty() ? 0 : overrun.back();
@@ -176,13 +215,22 @@ std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunRepor
     s.stop_latency_max_ns = stop.empty() ? 0 : stop.back();
     s.resume_latency_p50_ns = percentile(resume, 50);
     s.resume_latency_p99_ns = percentile(resume, 99);
+    s.start_delay_p50_ns = percentile(start_delay, 50);
+    s.start_delay_p99_ns = percentile(start_delay, 99);
+    s.start_delay_max_ns = start_delay.empty() ? 0 : start_delay.back();
     s.wake_late_p99_ns = percentile(late, 99);
     s.cpu_after_end_p99_ns = percentile(cpu_after, 99);
     s.cpu_after_end_max_ns = cpu_after.empty() ? 0 : cpu_after.back();
-    s.error_percent =
+    s.over_threshold_percent =
         s.windows ? 100.0 * static_cast<double>(s.over_threshold) / static_cast<double>(s.windows)
                   : 0;
+    s.error_percent = error.empty() ? 0 : error_sum / static_cast<double>(error.size());
+    s.error_p99_percent = percentile(error, 99);
+    s.error_max_percent = error.empty() ? 0 : error.back();
+    s.stop_lead_p50_ns = percentile(lead, 50);
+    s.stop_lead_max_ns = lead.empty() ? 0 : lead.back();
     s.stolen_percent = scheduled > 0 ? 100.0 * stolen / scheduled : 0;
+    s.given_up_percent = scheduled > 0 ? 100.0 * given_up / scheduled : 0;
     result.push_back(std::move(s));
   }
   return result;

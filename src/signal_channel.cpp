@@ -16,6 +16,7 @@
 
 #include "deadline.h"
 #include "signal_channel_backend.h"
+#include "signal_channel_hooks.h"
 #include "sys/error.h"
 #include "sys/proc.h"
 
@@ -212,6 +213,7 @@ SignalChannel::SignalChannel(const std::vector<int>& signals, const Options& opt
     throw std::invalid_argument("SignalChannel: realtime_capacity must be at least 1");
   }
   signals_ = signals;
+  spin_ = options.spin;
   std::sort(signals_.begin(), signals_.end());
   signals_.erase(std::unique(signals_.begin(), signals_.end()), signals_.end());
 
@@ -256,12 +258,32 @@ std::optional<SignalEvent> SignalChannel::try_receive() {
 }
 
 std::optional<SignalEvent> SignalChannel::receive(std::chrono::nanoseconds timeout) {
+  return receive(timeout, spin_);
+}
+
+std::optional<SignalEvent> SignalChannel::receive(std::chrono::nanoseconds timeout, Spin spin) {
   check_fork();
   // Saturated: a timeout past the clock's range waits without a limit.
   const auto deadline = detail::deadline_after(timeout);
+  if (auto event = backend_->try_receive()) return event;
+  if (stopped_) return std::nullopt;
+  if (spin.iterations > 0) {
+    detail::signal_channel_race_point(detail::SignalChannelRacePoint::receive_spin_start, 0);
+    // In chunks, so that a short timeout also ends the spin: one clock read
+    // per 16 iterations is noise beside either mechanism's poll.
+    constexpr std::uint32_t kChunk = 16;
+    for (std::uint32_t left = spin.iterations; left > 0;) {
+      const std::uint32_t chunk = std::min(left, kChunk);
+      if (auto event = backend_->spin_receive(chunk)) return event;
+      left -= chunk;
+      if (detail::DeadlineClock::now() >= deadline) break;
+    }
+  }
   for (;;) {
+    // Also what arms the handler mechanism's eventfd before the poll below.
     if (auto event = backend_->try_receive()) return event;
     if (stopped_) return std::nullopt;
+    detail::signal_channel_race_point(detail::SignalChannelRacePoint::receive_before_sleep, 0);
     // -1 for no limit; capped at INT_MAX ms, so check the deadline after a
     // quiet poll rather than trusting that it has passed.
     const int wait_ms = detail::poll_timeout_ms(deadline);

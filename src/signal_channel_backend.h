@@ -23,6 +23,10 @@ class SignalBackend {
   virtual SignalMechanism mechanism() const noexcept = 0;
   // Consumer only. Never blocks.
   virtual std::optional<SignalEvent> try_receive() noexcept = 0;
+  // Consumer only, not after stop(). Polls for an event up to `iterations`
+  // times without sleeping and takes the first one found (SignalChannel's
+  // spin: see "Spinning" in signal_channel.h for what one iteration costs).
+  virtual std::optional<SignalEvent> spin_receive(std::uint32_t iterations) noexcept = 0;
   // Idempotent. After it returns nothing new is recorded; what was recorded
   // stays readable through try_receive().
   virtual void stop() noexcept = 0;

@@ -55,6 +55,7 @@
 #include <new>
 #include <string>
 
+#include "cpu_relax.h"
 #include "doorbell/event_notifier.h"
 #include "signal_channel_backend.h"
 #include "signal_channel_hooks.h"
@@ -108,6 +109,16 @@ class HandlerCore {
     fill_event(event, signo, info);
     if (!push(event)) overflowed_.fetch_add(1, std::memory_order_relaxed);  // cannot happen
     wake();
+  }
+
+  // Consumer. Whether pop() would find a record now: the two loads pop()
+  // starts with, no write and no syscall, so a spinning consumer touches the
+  // producers' cache lines only to read them. acquire on the sequence, as in
+  // pop(); a true answer is followed by try_receive(), whose pop() takes it.
+  bool has_record() const noexcept {
+    const std::size_t pos = dequeue_.load(std::memory_order_relaxed);
+    const Cell& cell = cells_[pos & (capacity_ - 1)];
+    return cell.sequence.load(std::memory_order_acquire) == pos + 1;
   }
 
   // Writes the eventfd only when the consumer is armed (it found the queue
@@ -220,11 +231,19 @@ class HandlerCore {
   EventNotifier notifier_;
 };
 
+// A kept previous disposition, and the one it replaced. Never freed: a late
+// handler may still read a replaced one. Chaining each to its predecessor
+// keeps every one reachable, so leak checkers do not report them lost.
+struct KeptAction {
+  struct sigaction action;  // first member: &action and the node are interconvertible
+  const KeptAction* replaced;
+};
+
 struct SignalSlot {
   int watchers = 0;  // under g_mutex
-  // The disposition before the first watcher. The handler reads it through
-  // the pointer; a replaced one is kept (never freed) because a late
-  // handler may still read it. One per distinct previous disposition.
+  // The disposition before the first watcher (the `action` of a KeptAction).
+  // The handler reads it through the pointer. One per distinct previous
+  // disposition, each kept for the life of the process.
   std::atomic<const struct sigaction*> previous{nullptr};
 };
 
@@ -363,6 +382,18 @@ class HandlerBackend final : public SignalBackend {
   int fd() const noexcept override { return core_->fd(); }
   SignalMechanism mechanism() const noexcept override { return SignalMechanism::handler; }
   std::optional<SignalEvent> try_receive() noexcept override { return core_->try_receive(); }
+  std::optional<SignalEvent> spin_receive(std::uint32_t iterations) noexcept override {
+    // The queue is our own memory: watch it, and go through try_receive()
+    // (one pop, the eventfd left alone while records remain) only when it
+    // holds something. The consumer stays armed meanwhile, so the handler
+    // still writes the eventfd; fd() then stays readable until a later
+    // try_receive() finds the queue empty and drains it, as without a spin.
+    for (std::uint32_t i = 0; i < iterations; ++i) {
+      if (core_->has_record()) return core_->try_receive();
+      cpu_relax();
+    }
+    return std::nullopt;
+  }
   SignalChannelStats stats() const noexcept override { return core_->stats(); }
 
   void stop() noexcept override {
@@ -386,8 +417,9 @@ class HandlerBackend final : public SignalBackend {
       if (::sigaction(signo, nullptr, &previous) != 0) sys::throw_errno("sigaction");
       const struct sigaction* kept = slot.previous.load(std::memory_order_relaxed);
       if (kept == nullptr || !same_action(*kept, previous)) {
-        kept = new struct sigaction(previous);  // never freed: see SignalSlot
-        slot.previous.store(kept, std::memory_order_release);
+        const auto* node =
+            new KeptAction{previous, reinterpret_cast<const KeptAction*>(kept)};  // see KeptAction
+        slot.previous.store(&node->action, std::memory_order_release);
       }
       struct sigaction ours {};
       ours.sa_sigaction = on_signal;
@@ -436,6 +468,10 @@ class HandlerBackend final : public SignalBackend {
 std::unique_ptr<SignalBackend> make_handler_backend(const std::vector<int>& signals,
                                                     const SignalChannel::Options& options) {
   return std::make_unique<HandlerBackend>(signals, options);
+}
+
+void signal_channel_race_point(SignalChannelRacePoint point, int signo) noexcept {
+  race_point(point, signo);
 }
 
 void set_signal_channel_hook(SignalChannelHook hook) noexcept {

@@ -1,4 +1,4 @@
-// Test seam of the handler mechanism (internal), in the spirit of
+// Test seam of SignalChannel (internal; mostly the handler mechanism), in the spirit of
 // RateLimiter's Hooks::point: the places where another thread, a fork or
 // another library's sigaction() may act between two steps. A test installs
 // a hook to hold a thread at one of them, which turns a race with a tiny
@@ -20,11 +20,21 @@ enum class SignalChannelRacePoint {
   // In stop() of the last channel of a signal: the current disposition was
   // read and is ours; the previous one is not restored yet.
   stop_before_restore,
+  // In SignalChannel::receive() (either mechanism), on the consumer thread:
+  // nothing was pending and a spin is about to start. signo is 0.
+  receive_spin_start,
+  // In SignalChannel::receive() (either mechanism), on the consumer thread:
+  // about to sleep in poll(2) (after the spin, if any). signo is 0.
+  receive_before_sleep,
 };
 
 using SignalChannelHook = void (*)(SignalChannelRacePoint point, int signo) noexcept;
 
 // Installs `hook` (nullptr: none) for every channel of the process.
 void set_signal_channel_hook(SignalChannelHook hook) noexcept;
+
+// Calls the installed hook, if any (for the points outside the handler
+// mechanism's file).
+void signal_channel_race_point(SignalChannelRacePoint point, int signo) noexcept;
 
 }  // namespace doorbell::detail

@@ -54,6 +54,16 @@ class SignalfdBackend final : public SignalBackend {
     return event;
   }
 
+  // The pending signals live in the kernel: the only way to look is a
+  // syscall, and a non-blocking read(2) is one that also takes the event
+  // (sigpending(2) costs the same and would need a read after it).
+  std::optional<SignalEvent> spin_receive(std::uint32_t iterations) noexcept override {
+    for (std::uint32_t i = 0; i < iterations; ++i) {
+      if (auto event = try_receive()) return event;
+    }
+    return std::nullopt;
+  }
+
   void stop() noexcept override {
     if (is_stopped_) return;
     SignalEvent event;

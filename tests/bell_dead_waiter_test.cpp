@@ -1,7 +1,7 @@
 // A waiter killed while asleep on a shared Bell stays counted in the word
 // (issue 12, item 9). The count cannot heal itself safely (see "Dead
 // waiters" in include/doorbell/bell.h), so these tests pin and measure the
-// documented limit: each later ring() of an unrung Bell makes one futile
+// documented limit: each later ring() makes one futile
 // FUTEX_WAKE, the Bell keeps working for live waiters, and re-creating the
 // Bell when no wait() is in progress removes the cost.
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -173,6 +174,51 @@ TEST(BellDeadWaiter, RecreatedWhenNoWaitInProgress_NoSyscallAgain) {
   const int status = ring_under_seccomp_status(bell, 100000);
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// A waiter woken by a ring() and killed before it took the ring leaves the
+// Bell rung with its registration still counted, and a live waiter asleep.
+// The next ring() must wake that sleeper (torture run: `doorbell_torture
+// --path bell_ring` found the live waiter sleeping to its deadline). The
+// state is made through the documented layout: one phantom waiter
+// registered (bits 1..29) and the rung bit set without a FUTEX_WAKE, exactly
+// what the dead waiter leaves.
+TEST(BellDeadWaiter, KilledAfterWakeup_NextRingWakesTheLiveWaiter) {
+  SharedPage page;
+  ASSERT_NE(page.get(), MAP_FAILED);
+  Bell* bell = Bell::create_at(page.get());
+  const pid_t pid = ::fork();
+  ASSERT_NE(pid, -1);
+  if (pid == 0) {
+    bell->wait();
+    ::_exit(0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!(bell->waiters() == 1 && proc_state(pid) == 'S')) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the live waiter never slept";
+    std::this_thread::sleep_for(1ms);
+  }
+  auto* word = static_cast<std::atomic<uint32_t>*>(page.get());
+  word->fetch_add(2);  // the phantom's registration (waiter count is bits 1..29)
+  word->fetch_or(1);   // rung: the wake-up the phantom took with it
+  ASSERT_EQ(bell->waiters(), 2u);
+
+  bell->ring();
+  int status = 0;
+  pid_t reaped = 0;
+  const auto give_up = std::chrono::steady_clock::now() + 5s;
+  while ((reaped = ::waitpid(pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(1ms);
+  if (reaped == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL() << "the live waiter slept on, 5 s after a ring() of a Bell that was already rung by a "
+              "wake-up a killed waiter took with it";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(bell->waiters(), 1u);  // the phantom stays counted (the documented limit)
 }
 
 }  // namespace

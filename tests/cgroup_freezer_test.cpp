@@ -1,7 +1,6 @@
 // CgroupFreezer against the real kernel: v2 and v1, the fall-back between
 // them, and that nothing is left behind. Each TEST is its own process.
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "sys/pidfd.h"
 #include "sys/proc.h"
+#include "tests/support/run_program.h"
 
 namespace doorbell {
 namespace {
@@ -25,22 +25,15 @@ std::string unique_name(const char* what) {
   return std::string("doorbell-test-") + std::to_string(::getpid()) + "-" + what;
 }
 
-// A busy child with `threads` threads (fork + exec of the progress program).
-pid_t start_busy_child(int threads) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string file = "/tmp/" + unique_name("busy");
-    ::execl(DOORBELL_PARTITION_PROG, DOORBELL_PARTITION_PROG, file.c_str(),
-            std::to_string(threads).c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
+// A busy child with `threads` threads (the progress program).
+test::RunningProgram start_busy_child(int threads) {
+  return test::start_program(
+      {DOORBELL_PARTITION_PROG, "/tmp/" + unique_name("busy"), std::to_string(threads)});
 }
 
-void kill_and_reap(pid_t pid) {
-  ::kill(pid, SIGKILL);
-  int status;
-  ::waitpid(pid, &status, 0);
+void kill_and_reap(test::RunningProgram& child) {
+  child.process().send_signal(SIGKILL);
+  child.finish();
   ::unlink(("/tmp/" + unique_name("busy")).c_str());
 }
 
@@ -77,11 +70,15 @@ void freeze_thaw_cycle(FreezerPreference preference, FreezerVersion expected) {
     GTEST_SKIP() << "freezer not available: " << where.v2_why_not << " / " << where.v1_why_not;
   std::string path;
   {
+    // Started before the cgroup, so destroyed after it: a failed assertion
+    // below leaves the cgroup's destructor to thaw the child before the
+    // program's destructor kills and reaps it (a frozen v1 task cannot die).
+    test::RunningProgram busy = start_busy_child(4);
+    const pid_t child = busy.pid();
     CgroupFreezer cgroup = CgroupFreezer::create(unique_name("cycle"), options);
     path = cgroup.path();
     EXPECT_EQ(cgroup.version(), expected);
     EXPECT_TRUE(fs::is_directory(path));
-    const pid_t child = start_busy_child(4);
     cgroup.add(child);
     EXPECT_EQ(cgroup.processes(), std::vector<pid_t>{child});
     ASSERT_EQ(cgroup.freeze(), 0);
@@ -100,7 +97,7 @@ void freeze_thaw_cycle(FreezerPreference preference, FreezerVersion expected) {
     cgroup.remove();
     EXPECT_FALSE(fs::exists(path));
     EXPECT_TRUE(cpu_advances(child, cpu_ns(child))) << "process left frozen after remove()";
-    kill_and_reap(child);
+    kill_and_reap(busy);
   }
   EXPECT_FALSE(fs::exists(path));
 }

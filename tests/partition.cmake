@@ -2,7 +2,8 @@
 add_executable(partition_progress_prog ${CMAKE_CURRENT_SOURCE_DIR}/partition_progs/progress.cpp)
 target_include_directories(partition_progress_prog PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(partition_progress_prog PRIVATE Threads::Threads)
-foreach(partition_test partition_run_test cgroup_freezer_test partition_schedule_test)
+foreach(partition_test partition_run_test cgroup_freezer_test partition_schedule_test
+                       partition_window_test)
   if(TARGET ${partition_test})
     add_dependencies(${partition_test} partition_progress_prog)
     target_compile_definitions(${partition_test} PRIVATE
@@ -14,3 +15,11 @@ endforeach()
 # runtime needs ~100 ms to start, longer than the tests' windows).
 target_compile_options(partition_progress_prog PRIVATE -fno-sanitize=all)
 target_link_options(partition_progress_prog PRIVATE -fno-sanitize=all)
+# The schedule file reader is tested directly (and the CLI around it).
+if(TARGET partition_schedule_test AND TARGET doorbell_lab_partition)
+  target_link_libraries(partition_schedule_test PRIVATE doorbell_lab_partition)
+endif()
+# The window figures' tests use the lab's sched_switch source.
+if(TARGET partition_window_test AND TARGET doorbell_lab_partition)
+  target_link_libraries(partition_window_test PRIVATE doorbell_lab_partition)
+endif()

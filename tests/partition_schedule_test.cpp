@@ -1,18 +1,21 @@
-// Schedule validation: the library's validate(), and the CLI's TOML reader
-// (`doorbell partition check`), which must name the line of every problem
-// and exit 2.
-#include <sys/wait.h>
+// Schedule validation: the library's validate(); the schedule file reader
+// (lab/partition/schedule_file.h), which must name the file and line of every
+// problem; and `doorbell partition check`, which prints them and exits 2.
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 #include "doorbell/partition.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#ifndef DOORBELL_NO_CLI
+#include "lab/partition/schedule_file.h"
+#include "tests/support/run_program.h"
+#endif
 
 namespace doorbell::partition {
 namespace {
@@ -121,31 +124,14 @@ TEST(PartitionSchedule, DuplicateAndBadNames_PartitionWithoutWindow) {
   EXPECT_THAT(message, HasSubstr("no window"));
 }
 
-// --- the CLI's TOML reader -----------------------------------------------------
+// --- the schedule file reader ---------------------------------------------------
+// Built with the lab (DOORBELL_BUILD_LAB=ON), as the CLI is; the build, not
+// this test, decides whether they exist.
+#ifndef DOORBELL_NO_CLI
 
-const std::string kCli = std::string(DOORBELL_BINARY_DIR) + "/doorbell";
-
-struct Outcome {
-  int exit_code = -1;
-  std::string output;
-};
-
-Outcome check(const std::string& toml) {
-  char path[] = "/tmp/doorbell-schedule-XXXXXX";
-  const int fd = ::mkstemp(path);
-  if (fd < 0) return {};
-  ::close(fd);
-  std::ofstream(path) << toml;
-  const std::string command = kCli + " partition check " + path + " 2>&1";
-  Outcome outcome;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 512> buffer;
-  while (pipe && std::fgets(buffer.data(), buffer.size(), pipe)) outcome.output += buffer.data();
-  const int status = pipe ? ::pclose(pipe) : -1;
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  ::unlink(path);
-  return outcome;
-}
+using lab::load_schedule_file;
+using lab::parse_schedule_toml;
+using lab::ScheduleFileError;
 
 const char* kValid = R"(major_frame_ms = 20
 method = "sigstop-all-threads"
@@ -169,101 +155,292 @@ offset_ms = 10
 duration_ms = 10
 )";
 
-class PartitionScheduleFile : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(kCli)) GTEST_SKIP() << "no CLI built (DOORBELL_BUILD_LAB=OFF)";
-  }
-};
-
+// The text with the first `from` replaced by `to`; `from` must occur.
 std::string replace(std::string text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);
-  if (at != std::string::npos) text.replace(at, from.size(), to);
+  if (at == std::string::npos) throw std::logic_error("test text has no '" + from + "'");
+  text.replace(at, from.size(), to);
   return text;
 }
 
-TEST_F(PartitionScheduleFile, Valid_ExitsZero) {
-  const Outcome o = check(kValid);
-  EXPECT_EQ(o.exit_code, 0) << o.output;
-  EXPECT_THAT(o.output, HasSubstr("2 partitions, 2 windows"));
+// Parses `text` as "s.toml" and returns the error it must raise.
+ScheduleFileError error_of(const std::string& text) {
+  try {
+    parse_schedule_toml(text, "s.toml");
+  } catch (const ScheduleFileError& e) {
+    return e;
+  }
+  throw std::logic_error("no ScheduleFileError for:\n" + text);
 }
 
-TEST_F(PartitionScheduleFile, SyntaxError_NamesLine) {
-  const Outcome o = check(replace(kValid, "offset_ms = 10", "offset_ms = = 10"));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":19:"));
+// Expects "s.toml:LINE: ..." containing `message`.
+void expect_error(const std::string& text, int line, const std::string& message) {
+  SCOPED_TRACE(text);
+  const ScheduleFileError e = error_of(text);
+  EXPECT_EQ(e.file(), "s.toml");
+  EXPECT_EQ(e.line(), line) << e.what();
+  EXPECT_THAT(e.message(), HasSubstr(message));
+  EXPECT_EQ(std::string(e.what()), "s.toml:" + std::to_string(line) + ": " + e.message());
 }
 
-TEST_F(PartitionScheduleFile, Overlap_NamesLine) {
-  const Outcome o = check(replace(kValid, "offset_ms = 10", "offset_ms = 9"));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":17: window of 'B'"));
-  EXPECT_THAT(o.output, HasSubstr("overlaps"));
+TEST(ScheduleFile, Valid_ParsedWithLines) {
+  const Schedule s = parse_schedule_toml(kValid, "s.toml");
+  EXPECT_EQ(s.major_frame_ns, 20'000'000);
+  EXPECT_EQ(s.major_frame_line, 1);
+  EXPECT_EQ(s.method, SuspendMethod::sigstop_all_threads);
+  ASSERT_EQ(s.partitions.size(), 2u);
+  EXPECT_EQ(s.partitions[0].name, "A");
+  EXPECT_EQ(s.partitions[0].command, std::vector<std::string>{"true"});
+  EXPECT_EQ(s.partitions[0].line, 4);
+  EXPECT_EQ(s.partitions[1].command, std::vector<std::string>{"true"});  // a string: argv[0]
+  EXPECT_EQ(s.partitions[1].line, 8);
+  ASSERT_EQ(s.windows.size(), 2u);
+  EXPECT_EQ(s.windows[1].partition, "B");
+  EXPECT_EQ(s.windows[1].offset_ns, 10'000'000);
+  EXPECT_EQ(s.windows[1].duration_ns, 10'000'000);
+  EXPECT_EQ(s.windows[1].line, 17);
+  EXPECT_EQ(s.windows[1].partition_index, 1u);  // validated
 }
 
-TEST_F(PartitionScheduleFile, PastFrameEnd_NamesLine) {
-  const Outcome o = check(replace(kValid, "duration_ms = 10\n", "duration_ms = 30\n"));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":12:"));
-  EXPECT_THAT(o.output, HasSubstr("past the end"));
+TEST(ScheduleFile, EveryOptionalSetting) {
+  const Schedule s = parse_schedule_toml(R"(major_frame_ms = 2.5
+method = "freezer"
+freezer = "v1"
+on_partition_exit = "stop"
+on_scheduler_exit = "resume"
+overrun_threshold_ms = 0.25
+[[partition]]
+name = "A"
+command = ["prog", "--flag", "x"]
+cpus = [0, 3]
+nice = -5
+env = { ONE = "1", TWO = "2" }
+[[window]]
+partition = "A"
+offset_ms = 0.5
+duration_ms = 1.000001
+)",
+                                         "s.toml");
+  EXPECT_EQ(s.major_frame_ns, 2'500'000);
+  EXPECT_EQ(s.method, SuspendMethod::freezer);
+  EXPECT_EQ(s.freezer.preference, FreezerPreference::v1_only);
+  EXPECT_EQ(s.on_partition_exit, OnPartitionExit::stop_schedule);
+  EXPECT_EQ(s.on_scheduler_exit, OnSchedulerExit::resume);
+  EXPECT_EQ(s.overrun_threshold_ns, 250'000);
+  ASSERT_EQ(s.partitions.size(), 1u);
+  const PartitionSpec& p = s.partitions[0];
+  EXPECT_EQ(p.command, (std::vector<std::string>{"prog", "--flag", "x"}));
+  EXPECT_EQ(p.cpus, (std::vector<int>{0, 3}));
+  EXPECT_EQ(p.nice, -5);
+  EXPECT_EQ(p.environment,
+            (std::vector<std::pair<std::string, std::string>>{{"ONE", "1"}, {"TWO", "2"}}));
+  ASSERT_EQ(s.windows.size(), 1u);
+  EXPECT_EQ(s.windows[0].offset_ns, 500'000);
+  EXPECT_EQ(s.windows[0].duration_ns, 1'000'001);
 }
 
-TEST_F(PartitionScheduleFile, UnknownPartition_NamesLine) {
-  const Outcome o = check(replace(kValid, "partition = \"B\"", "partition = \"X\""));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":17: window names unknown partition 'X'"));
+TEST(ScheduleFile, Defaults) {
+  const Schedule s =
+      parse_schedule_toml(replace(kValid, "method = \"sigstop-all-threads\"\n", ""), "s.toml");
+  const Schedule defaults;
+  EXPECT_EQ(s.method, defaults.method);
+  EXPECT_EQ(s.freezer.preference, FreezerPreference::automatic);
+  EXPECT_EQ(s.on_partition_exit, OnPartitionExit::continue_schedule);
+  EXPECT_EQ(s.on_scheduler_exit, OnSchedulerExit::kill);
+  EXPECT_EQ(s.overrun_threshold_ns, defaults.overrun_threshold_ns);
+  EXPECT_EQ(s.max_stop_lead_ns, 0);  // no stop lead
+  EXPECT_TRUE(s.partitions[0].cpus.empty());
+  EXPECT_FALSE(s.partitions[0].nice.has_value());
 }
 
-TEST_F(PartitionScheduleFile, MissingCommand_NamesLine) {
-  const Outcome o = check(replace(kValid, "command = \"true\"\n", ""));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":8: partition 'B' has no command"));
+TEST(ScheduleFile, MaxStopLead_WholeMicrosecondsInRange) {
+  const std::string with = "method = \"sigstop-all-threads\"\nmax_stop_lead_us = 250\n";
+  const Schedule s =
+      parse_schedule_toml(replace(kValid, "method = \"sigstop-all-threads\"\n", with), "s.toml");
+  EXPECT_EQ(s.max_stop_lead_ns, 250'000);
+  auto set = [](const std::string& value) {
+    return replace(kValid, "method = \"sigstop-all-threads\"\n",
+                   "method = \"sigstop-all-threads\"\nmax_stop_lead_us = " + value + "\n");
+  };
+  expect_error(set("-1"), 3, "max_stop_lead_us = -1 is outside 0..1000000");
+  expect_error(set("2000000"), 3, "is outside 0..1000000");
+  expect_error(set("1.5"), 3, "max_stop_lead_us must be a whole number of microseconds");
+  expect_error(set("\"10\""), 3, "max_stop_lead_us must be a whole number of microseconds");
 }
 
-TEST_F(PartitionScheduleFile, ZeroDuration_NamesLine) {
-  const Outcome o = check(replace(kValid, "duration_ms = 10\n", "duration_ms = 0\n"));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":12: window duration must be longer than zero"));
+TEST(ScheduleFile, SyntaxError_NamesLine) {
+  const ScheduleFileError e = error_of(replace(kValid, "offset_ms = 10", "offset_ms = = 10"));
+  EXPECT_EQ(e.line(), 19);
+  EXPECT_THAT(e.what(), HasSubstr("s.toml:19: "));
 }
 
-TEST_F(PartitionScheduleFile, UnrepresentableDurations_NameLine) {
-  Outcome o = check(replace(kValid, "duration_ms = 10\n", "duration_ms = 0.0000001\n"));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":15: duration_ms = "));
-  EXPECT_THAT(o.output, HasSubstr("whole number of nanoseconds"));
-  o = check(replace(kValid, "major_frame_ms = 20", "major_frame_ms = 1e300"));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":1: major_frame_ms"));
-  EXPECT_THAT(o.output, HasSubstr("not representable"));
-  o = check(replace(kValid, "offset_ms = 0", "offset_ms = \"soon\""));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":14: offset_ms must be a number of milliseconds"));
+TEST(ScheduleFile, ValidateErrors_NameTheirLines) {
+  expect_error(replace(kValid, "offset_ms = 10", "offset_ms = 9"), 17, "window of 'B'");
+  expect_error(replace(kValid, "offset_ms = 10", "offset_ms = 9"), 17, "overlaps");
+  expect_error(replace(kValid, "duration_ms = 10\n", "duration_ms = 30\n"), 12, "past the end");
+  expect_error(replace(kValid, "partition = \"B\"", "partition = \"X\""), 17,
+               "window names unknown partition 'X'");
+  expect_error(replace(kValid, "duration_ms = 10\n", "duration_ms = 0\n"), 12,
+               "window duration must be longer than zero");
 }
 
-TEST_F(PartitionScheduleFile, UnknownKeyAndMethod_NameLine) {
-  Outcome o = check(replace(kValid, "method = \"sigstop-all-threads\"", "mehtod = \"sigstop\""));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":2: unknown key 'mehtod'"));
-  o = check(replace(kValid, "sigstop-all-threads", "sigkill"));
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_THAT(o.output, HasSubstr(":2: unknown method 'sigkill'"));
+TEST(ScheduleFile, Durations_MillisecondsAsWholeNanoseconds) {
+  expect_error(replace(kValid, "duration_ms = 10\n", "duration_ms = 0.0000001\n"), 15,
+               "duration_ms = 1e-07 ms is not a whole number of nanoseconds");
+  expect_error(replace(kValid, "major_frame_ms = 20", "major_frame_ms = 1e300"), 1,
+               "major_frame_ms = 1e+300 ms is not representable in 64-bit nanoseconds");
+  expect_error(replace(kValid, "major_frame_ms = 20", "major_frame_ms = nan"), 1,
+               "not representable");
+  expect_error(replace(kValid, "offset_ms = 0", "offset_ms = \"soon\""), 14,
+               "offset_ms must be a number of milliseconds");
+  expect_error(
+      replace(kValid, "major_frame_ms = 20", "overrun_threshold_ms = true\nmajor_frame_ms = 20"), 1,
+      "overrun_threshold_ms must be a number of milliseconds");
+  expect_error(replace(kValid, "major_frame_ms = 20\n", ""), 1, "major_frame_ms is missing");
 }
 
-TEST_F(PartitionScheduleFile, MissingFile_ExitsTwo) {
-  const std::string command = kCli + " partition check /nonexistent/schedule.toml 2>/dev/null";
-  const int status = std::system(command.c_str());
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+TEST(ScheduleFile, UnknownKeys_NameLine) {
+  expect_error(replace(kValid, "method = \"sigstop-all-threads\"", "mehtod = \"sigstop\""), 2,
+               "unknown key 'mehtod' in the schedule");
+  expect_error(replace(kValid, "name = \"A\"", "name = \"A\"\ncommnd = \"x\""), 6,
+               "unknown key 'commnd' in a [[partition]]");
+  expect_error(replace(kValid, "offset_ms = 0", "offset_ms = 0\nlength_ms = 3"), 15,
+               "unknown key 'length_ms' in a [[window]]");
 }
 
-TEST_F(PartitionScheduleFile, ShippedExamples_AreValid) {
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(DOORBELL_SOURCE_DIR) +
-                                                               "/examples/schedules")) {
-    const std::string command = kCli + " partition check " + entry.path().string() + " >/dev/null";
-    const int status = std::system(command.c_str());
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << entry.path();
+TEST(ScheduleFile, ScheduleSettings_BadValuesNameLine) {
+  expect_error(replace(kValid, "sigstop-all-threads", "sigkill"), 2,
+               "unknown method 'sigkill' (sigstop, sigstop-all-threads, freezer)");
+  expect_error(replace(kValid, "\"sigstop-all-threads\"", "3"), 2, "method must be a string");
+  expect_error(replace(kValid, "major_frame_ms = 20", "major_frame_ms = 20\nfreezer = \"v3\""), 2,
+               "freezer must be auto, v2 or v1, not 'v3'");
+  expect_error(
+      replace(kValid, "major_frame_ms = 20", "major_frame_ms = 20\non_partition_exit = \"halt\""),
+      2, "on_partition_exit must be continue or stop");
+  expect_error(
+      replace(kValid, "major_frame_ms = 20", "major_frame_ms = 20\non_scheduler_exit = \"stop\""),
+      2, "on_scheduler_exit must be kill or resume");
+  expect_error("major_frame_ms = 20\npartition = 3\n", 2,
+               "partition must be an array of tables ([[partition]])");
+  expect_error("major_frame_ms = 20\nwindow = [1, 2]\n", 2,
+               "window must be an array of tables ([[window]])");
+}
+
+TEST(ScheduleFile, PartitionErrors_NameLine) {
+  expect_error(replace(kValid, "name = \"A\"\n", ""), 4, "partition has no name");
+  expect_error(replace(kValid, "name = \"A\"", "name = 1"), 5, "name must be a string");
+  expect_error(replace(kValid, "command = \"true\"\n", ""), 8, "partition 'B' has no command");
+  expect_error(replace(kValid, "command = \"true\"", "command = []"), 8,
+               "partition 'B' has no command");
+  expect_error(replace(kValid, "command = \"true\"", "command = [\"\"]"), 8,
+               "partition 'B' has no command");
+  expect_error(replace(kValid, "command = [\"true\"]", "command = [\"true\", 2]"), 6,
+               "command must be a string");
+  expect_error(replace(kValid, "name = \"A\"", "name = \"A\"\ncpus = 1"), 6,
+               "cpus must be an array of integers");
+  expect_error(replace(kValid, "name = \"A\"", "name = \"A\"\ncpus = [0, \"1\"]"), 6,
+               "cpus must be an array of integers");
+  expect_error(replace(kValid, "name = \"A\"", "name = \"A\"\ncpus = [0, 1024]"), 6,
+               "CPU 1024 is out of range");
+  expect_error(replace(kValid, "name = \"A\"", "name = \"A\"\ncpus = [-1]"), 6,
+               "CPU -1 is out of range");
+  expect_error(replace(kValid, "name = \"A\"", "name = \"A\"\nnice = \"low\""), 6,
+               "nice must be an integer -20..19");
+  expect_error(replace(kValid, "name = \"A\"", "name = \"A\"\nenv = \"X=1\""), 6,
+               "env must be a table of strings");
+  expect_error(replace(kValid, "name = \"A\"", "name = \"A\"\nenv = { X = 1 }"), 6,
+               "env value must be a string");
+}
+
+TEST(ScheduleFile, WindowErrors_NameLine) {
+  expect_error(replace(kValid, "partition = \"A\"\n", ""), 12, "window names no partition");
+  expect_error(replace(kValid, "partition = \"A\"", "partition = 1"), 13,
+               "partition must be a string");
+  expect_error(replace(kValid, "offset_ms = 0\n", ""), 12, "window has no offset_ms");
+  expect_error(replace(kValid, "duration_ms = 10\n", ""), 12, "window has no duration_ms");
+}
+
+TEST(ScheduleFile, ErrorWithoutALine_NamesTheFileAlone) {
+  // validate() has no single line for a schedule without partitions.
+  const ScheduleFileError e = error_of("major_frame_ms = 20\n");
+  EXPECT_EQ(e.line(), 0);
+  EXPECT_STREQ(e.what(), "s.toml: the schedule has no partitions");
+}
+
+// A temporary file, removed at the end of the test.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& text) {
+    char pattern[] = "/tmp/doorbell-schedule-XXXXXX";
+    const int fd = ::mkstemp(pattern);
+    if (fd < 0) throw std::runtime_error("mkstemp");
+    ::close(fd);
+    path = pattern;
+    std::ofstream(path) << text;
+  }
+  ~TempFile() { ::unlink(path.c_str()); }
+};
+
+TEST(ScheduleFile, Load_ReadsTheFileAndNamesItInErrors) {
+  const TempFile good(kValid);
+  EXPECT_EQ(load_schedule_file(good.path).partitions.size(), 2u);
+  const TempFile bad(replace(kValid, "offset_ms = 10", "offset_ms = 9"));
+  try {
+    load_schedule_file(bad.path);
+    FAIL() << "expected ScheduleFileError";
+  } catch (const ScheduleFileError& e) {
+    EXPECT_EQ(e.file(), bad.path);
+    EXPECT_THAT(e.what(), HasSubstr(bad.path + ":17: window of 'B'"));
   }
 }
+
+TEST(ScheduleFile, Load_MissingFile) {
+  try {
+    load_schedule_file("/nonexistent/schedule.toml");
+    FAIL() << "expected ScheduleFileError";
+  } catch (const ScheduleFileError& e) {
+    EXPECT_STREQ(e.what(), "cannot read schedule file '/nonexistent/schedule.toml'");
+  }
+}
+
+TEST(ScheduleFile, ShippedExamples_AreValid) {
+  int examples = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(DOORBELL_SOURCE_DIR) +
+                                                               "/examples/schedules")) {
+    ++examples;
+    EXPECT_NO_THROW(load_schedule_file(entry.path().string())) << entry.path();
+  }
+  EXPECT_GT(examples, 0);
+}
+
+// --- `doorbell partition check`: what a user sees --------------------------------
+
+TEST(PartitionCheckCli, Valid_ExitsZeroAndPrintsTheSchedule) {
+  const TempFile file(kValid);
+  const test::RunResult r = test::run_doorbell({"partition", "check", file.path});
+  EXPECT_EQ(r.exit_code(), 0) << r.describe();
+  EXPECT_THAT(r.out, HasSubstr(file.path + ": major frame 20 ms, method sigstop-all-threads, "
+                                           "2 partitions, 2 windows"));
+  EXPECT_THAT(r.out, HasSubstr("[    10.000,     20.000) ms  B"));
+}
+
+TEST(PartitionCheckCli, BadFile_ExitsTwoNamingFileAndLineOnStderr) {
+  const TempFile file(replace(kValid, "partition = \"B\"", "partition = \"X\""));
+  const test::RunResult r = test::run_doorbell({"partition", "check", file.path});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_THAT(r.err,
+              HasSubstr("partition: " + file.path + ":17: window names unknown partition 'X'"));
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(PartitionCheckCli, MissingFile_ExitsTwo) {
+  const test::RunResult r =
+      test::run_doorbell({"partition", "check", "/nonexistent/schedule.toml"});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr("cannot read schedule file '/nonexistent/schedule.toml'"));
+}
+
+#endif  // DOORBELL_NO_CLI
 
 }  // namespace
 }  // namespace doorbell::partition

@@ -332,6 +332,161 @@ TYPED_TEST(SignalChannelTest, RefusedSignalsThrow) {
   EXPECT_THROW(SignalChannel(std::vector<int>{}, options), std::invalid_argument);
 }
 
+// ---------------------------------------------------------------- spinning
+
+// The spin tests run the receiver on this thread and a sender thread that
+// sends SIGUSR1 with kill(getpid()) when the receiver reaches a point of
+// SignalChannel::receive() (signal_channel_hooks.h): the start of the spin,
+// or the poll(2) it sleeps in. So "sent during the spin" and "sent after the
+// spin gave up" are facts of the test, not hopes about timing.
+using doorbell::detail::SignalChannelRacePoint;
+
+std::atomic<int> g_spin_starts{0};
+std::atomic<int> g_sleeps{0};
+std::atomic<SignalChannelRacePoint> g_send_at{SignalChannelRacePoint::receive_spin_start};
+std::atomic<bool> g_go{false};
+
+void count_receive_points(SignalChannelRacePoint point, int) noexcept {
+  if (point == SignalChannelRacePoint::receive_spin_start) g_spin_starts.fetch_add(1);
+  if (point == SignalChannelRacePoint::receive_before_sleep) g_sleeps.fetch_add(1);
+  if (point == g_send_at.load() && !g_go.exchange(true)) g_go.notify_one();
+}
+
+// The sender thread and the masks. signalfd: SIGUSR1 blocked in every thread
+// (before the sender starts). handler: the sender leaves it unblocked and this
+// thread blocks it, so the kernel runs the handler on the sender thread, on
+// another CPU when there is one: the case a spin is for.
+class SpinRig {
+ public:
+  SpinRig(SignalMechanism mechanism, SignalChannelRacePoint send_at,
+          std::chrono::milliseconds delay) {
+    g_send_at.store(send_at);
+    if (mechanism == SignalMechanism::signalfd) doorbell::block_signals_before_threads({kSignal});
+    sender_ = std::thread([this, delay] {
+      started_.store(true);
+      started_.notify_one();
+      g_go.wait(false);
+      if (cancelled_.load()) return;
+      std::this_thread::sleep_for(delay);
+      ASSERT_EQ(::kill(::getpid(), kSignal), 0);
+    });
+    // glibc starts a thread with every signal blocked and sets its mask
+    // inside the new thread: until then the handler mechanism's check would
+    // see no thread that takes the signal.
+    started_.wait(false);
+    if (mechanism == SignalMechanism::handler) {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, kSignal);
+      ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    }
+    doorbell::detail::set_signal_channel_hook(count_receive_points);
+  }
+  // Joins the sender; one that was never released sends nothing.
+  void finish() {
+    if (!sender_.joinable()) return;
+    doorbell::detail::set_signal_channel_hook(nullptr);
+    if (!g_go.exchange(true)) {
+      cancelled_.store(true);
+      g_go.notify_one();
+    }
+    sender_.join();
+  }
+  ~SpinRig() { finish(); }
+
+  static constexpr int kSignal = SIGUSR1;
+
+ private:
+  std::atomic<bool> started_{false};
+  std::atomic<bool> cancelled_{false};
+  std::thread sender_;
+};
+
+constexpr SignalChannel::Spin kSpinUntilDeadline{UINT32_MAX};
+
+TYPED_TEST(SignalChannelTest, SpinTakesAnEventSentDuringTheSpin) {
+  SpinRig rig(TypeParam::kMechanism, SignalChannelRacePoint::receive_spin_start, 20ms);
+  auto channel = this->make({SpinRig::kSignal});
+  const auto start = std::chrono::steady_clock::now();
+  const auto event = channel.receive(10s, kSpinUntilDeadline);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  rig.finish();
+  ASSERT_TRUE(event.has_value()) << "the spin missed the event and the sleep timed out";
+  EXPECT_EQ(event->signal, SIGUSR1);
+  EXPECT_EQ(g_spin_starts.load(), 1);
+  EXPECT_EQ(g_sleeps.load(), 0) << "took the event after sleeping, not in the spin";
+  EXPECT_GE(elapsed, 20ms);  // the sender waited that long after the spin started
+}
+
+TYPED_TEST(SignalChannelTest, OptionsSpinIsTheBudgetOfReceive) {
+  SpinRig rig(TypeParam::kMechanism, SignalChannelRacePoint::receive_spin_start, 0ms);
+  SignalChannel::Options options;
+  options.spin = kSpinUntilDeadline;
+  auto channel = this->make({SpinRig::kSignal}, options);
+  const auto event = channel.receive(10s);
+  rig.finish();
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(g_spin_starts.load(), 1);
+  EXPECT_EQ(g_sleeps.load(), 0);
+}
+
+TYPED_TEST(SignalChannelTest, ZeroSpinSleepsAsBefore) {
+  SpinRig rig(TypeParam::kMechanism, SignalChannelRacePoint::receive_before_sleep, 20ms);
+  auto channel = this->make({SpinRig::kSignal});
+  const auto start = std::chrono::steady_clock::now();
+  const auto event = channel.receive(10s, SignalChannel::Spin{0});
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  rig.finish();
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(event->signal, SIGUSR1);
+  EXPECT_EQ(g_spin_starts.load(), 0) << "Spin{0} spun";
+  EXPECT_GE(g_sleeps.load(), 1);
+  EXPECT_GE(elapsed, 20ms);
+  // The default options spin neither.
+  EXPECT_FALSE(channel.receive(1ms).has_value());
+  EXPECT_EQ(g_spin_starts.load(), 0);
+}
+
+TYPED_TEST(SignalChannelTest, SpinThatSeesNothingFallsBackToSleep) {
+  SpinRig rig(TypeParam::kMechanism, SignalChannelRacePoint::receive_before_sleep, 50ms);
+  auto channel = this->make({SpinRig::kSignal});
+  const auto start = std::chrono::steady_clock::now();
+  const auto event = channel.receive(10s, SignalChannel::Spin{1000});
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  rig.finish();
+  ASSERT_TRUE(event.has_value()) << "lost the event sent after the spin";
+  EXPECT_EQ(event->signal, SIGUSR1);
+  EXPECT_EQ(g_spin_starts.load(), 1);
+  EXPECT_GE(g_sleeps.load(), 1);
+  EXPECT_GE(elapsed, 50ms);
+}
+
+TYPED_TEST(SignalChannelTest, SpinEndsAtTheDeadline) {
+  // UINT32_MAX iterations would spin for minutes (hours with signalfd):
+  // the deadline must end it. In a child with a watchdog, so that a spin
+  // that ignores it fails instead of hanging.
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [&] {
+        auto channel = this->make({SIGUSR1});  // a channel belongs to its process
+        const auto start = std::chrono::steady_clock::now();
+        if (channel.receive(50ms, kSpinUntilDeadline).has_value()) return 1;
+        return std::chrono::steady_clock::now() - start >= 50ms ? 0 : 2;
+      },
+      5s);
+  ASSERT_FALSE(outcome.timed_out) << "the spin ignored receive()'s deadline";
+  ASSERT_TRUE(WIFEXITED(outcome.status)) << doorbell::testing::describe_wait_status(outcome.status);
+  EXPECT_EQ(WEXITSTATUS(outcome.status), 0);
+}
+
+TYPED_TEST(SignalChannelTest, StoppedChannelDoesNotSpin) {
+  auto channel = this->make({SIGUSR1});
+  doorbell::detail::set_signal_channel_hook(count_receive_points);
+  channel.stop();
+  EXPECT_FALSE(channel.receive(10s, kSpinUntilDeadline).has_value());
+  doorbell::detail::set_signal_channel_hook(nullptr);
+  EXPECT_EQ(g_spin_starts.load(), 0);
+}
+
 // ---------------------------------------------------------------- mechanism-specific
 
 TEST(SignalChannelAutomatic, ChoosesSignalfdWhenBlockedEverywhereElseHandler) {

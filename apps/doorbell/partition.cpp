@@ -4,43 +4,25 @@
 //   doorbell partition run SCHEDULE.toml [--frames N | --duration S] [--json FILE]
 //   doorbell partition check SCHEDULE.toml
 //
-// The schedule file (examples/schedules/*.toml):
-//
-//   major_frame_ms = 20
-//   method = "freezer"            # sigstop | sigstop-all-threads | freezer
-//   freezer = "auto"              # auto | v2 | v1
-//   on_partition_exit = "continue"  # continue | stop
-//   on_scheduler_exit = "kill"    # kill | resume
-//   overrun_threshold_ms = 1
-//   [[partition]]
-//   name = "A"
-//   command = ["stress-ng", "--cpu", "8"]
-//   cpus = [0, 1]                 # optional
-//   env = { OMP_NUM_THREADS = "8" }  # optional
-//   nice = -5                     # optional
-//   [[window]]
-//   partition = "A"
-//   offset_ms = 0
-//   duration_ms = 10
-//
-// Every error names the file and line.
+// The schedule file and its errors: lab/partition/schedule_file.h. Every
+// error names the file and line and exits 2.
 #include <signal.h>
 
-#include <toml++/toml.h>
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
-#include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "apps/doorbell/command.h"
 #include "doorbell/partition.h"
+#include "lab/common/signal_scope.h"
+#include "lab/partition/schedule_file.h"
+#include "lab/partition/window_trace.h"
 
 namespace doorbell::cli {
 namespace {
@@ -48,180 +30,13 @@ namespace {
 using partition::Schedule;
 using partition::ScheduleError;
 
-int line_of(const toml::node& node) {
-  return static_cast<int>(node.source().begin.line);
-}
-
-// A duration given in milliseconds (integer or float) as whole nanoseconds.
-int64_t duration_ns(const toml::node& node, const std::string& key) {
-  double ms;
-  if (const auto* i = node.as_integer()) {
-    ms = static_cast<double>(i->get());
-  } else if (const auto* f = node.as_floating_point()) {
-    ms = f->get();
-  } else {
-    throw ScheduleError(line_of(node), key + " must be a number of milliseconds");
-  }
-  const double ns = ms * 1e6;
-  if (!std::isfinite(ns) || std::fabs(ns) > 9.2e18)
-    throw ScheduleError(line_of(node), key + " = " + fmt::format("{}", ms) +
-                                           " ms is not representable in 64-bit nanoseconds");
-  if (std::fabs(ns - std::round(ns)) > 1e-3)
-    throw ScheduleError(line_of(node), key + " = " + fmt::format("{}", ms) +
-                                           " ms is not a whole number of nanoseconds");
-  return static_cast<int64_t>(std::llround(ns));
-}
-
-std::string string_of(const toml::node& node, const std::string& key) {
-  const auto* s = node.as_string();
-  if (s == nullptr) throw ScheduleError(line_of(node), key + " must be a string");
-  return s->get();
-}
-
-void reject_unknown(const toml::table& table, const std::set<std::string>& known,
-                    const std::string& where) {
-  for (auto&& [key, node] : table)
-    if (!known.count(std::string(key.str())))
-      throw ScheduleError(static_cast<int>(key.source().begin.line),
-                          "unknown key '" + std::string(key.str()) + "' in " + where);
-}
-
-const toml::array& array_of_tables(const toml::table& root, const char* key) {
-  static const toml::array empty;
-  const toml::node* node = root.get(key);
-  if (node == nullptr) return empty;
-  const auto* array = node->as_array();
-  if (array == nullptr || !array->is_array_of_tables())
-    throw ScheduleError(line_of(*node),
-                        std::string(key) + " must be an array of tables ([[" + key + "]])");
-  return *array;
-}
-
-Schedule parse_schedule(const toml::table& root) {
-  Schedule s;
-  reject_unknown(root,
-                 {"major_frame_ms", "method", "freezer", "on_partition_exit", "on_scheduler_exit",
-                  "overrun_threshold_ms", "partition", "window"},
-                 "the schedule");
-  const toml::node* frame = root.get("major_frame_ms");
-  if (frame == nullptr) throw ScheduleError(1, "major_frame_ms is missing");
-  s.major_frame_ns = duration_ns(*frame, "major_frame_ms");
-  s.major_frame_line = line_of(*frame);
-  if (const toml::node* n = root.get("method")) {
-    const std::string name = string_of(*n, "method");
-    const auto method = partition::parse_method(name);
-    if (!method)
-      throw ScheduleError(line_of(*n),
-                          "unknown method '" + name + "' (sigstop, sigstop-all-threads, freezer)");
-    s.method = *method;
-  }
-  if (const toml::node* n = root.get("freezer")) {
-    const std::string name = string_of(*n, "freezer");
-    if (name == "auto")
-      s.freezer.preference = FreezerPreference::automatic;
-    else if (name == "v2")
-      s.freezer.preference = FreezerPreference::v2_only;
-    else if (name == "v1")
-      s.freezer.preference = FreezerPreference::v1_only;
-    else
-      throw ScheduleError(line_of(*n), "freezer must be auto, v2 or v1, not '" + name + "'");
-  }
-  if (const toml::node* n = root.get("on_partition_exit")) {
-    const std::string name = string_of(*n, "on_partition_exit");
-    if (name == "continue")
-      s.on_partition_exit = partition::OnPartitionExit::continue_schedule;
-    else if (name == "stop")
-      s.on_partition_exit = partition::OnPartitionExit::stop_schedule;
-    else
-      throw ScheduleError(line_of(*n), "on_partition_exit must be continue or stop");
-  }
-  if (const toml::node* n = root.get("on_scheduler_exit")) {
-    const std::string name = string_of(*n, "on_scheduler_exit");
-    if (name == "kill")
-      s.on_scheduler_exit = partition::OnSchedulerExit::kill;
-    else if (name == "resume")
-      s.on_scheduler_exit = partition::OnSchedulerExit::resume;
-    else
-      throw ScheduleError(line_of(*n), "on_scheduler_exit must be kill or resume");
-  }
-  if (const toml::node* n = root.get("overrun_threshold_ms"))
-    s.overrun_threshold_ns = duration_ns(*n, "overrun_threshold_ms");
-
-  for (const toml::node& node : array_of_tables(root, "partition")) {
-    const toml::table& t = *node.as_table();
-    reject_unknown(t, {"name", "command", "cpus", "env", "nice"}, "a [[partition]]");
-    partition::PartitionSpec p;
-    p.line = line_of(node);
-    const toml::node* name = t.get("name");
-    if (name == nullptr) throw ScheduleError(p.line, "partition has no name");
-    p.name = string_of(*name, "name");
-    if (const toml::node* command = t.get("command")) {
-      if (const auto* array = command->as_array()) {
-        for (const toml::node& arg : *array) p.command.push_back(string_of(arg, "command"));
-      } else {
-        p.command.push_back(string_of(*command, "command"));
-      }
-    }
-    if (p.command.empty() || p.command[0].empty())
-      throw ScheduleError(p.line, "partition '" + p.name + "' has no command");
-    if (const toml::node* cpus = t.get("cpus")) {
-      const auto* array = cpus->as_array();
-      if (array == nullptr)
-        throw ScheduleError(line_of(*cpus), "cpus must be an array of integers");
-      for (const toml::node& cpu : *array) {
-        const auto* i = cpu.as_integer();
-        if (i == nullptr) throw ScheduleError(line_of(cpu), "cpus must be an array of integers");
-        if (i->get() < 0 || i->get() >= 1024)
-          throw ScheduleError(line_of(cpu), "CPU " + std::to_string(i->get()) + " is out of range");
-        p.cpus.push_back(static_cast<int>(i->get()));
-      }
-    }
-    if (const toml::node* nice = t.get("nice")) {
-      const auto* i = nice->as_integer();
-      if (i == nullptr) throw ScheduleError(line_of(*nice), "nice must be an integer -20..19");
-      p.nice = static_cast<int>(std::clamp<int64_t>(i->get(), -1000, 1000));
-    }
-    if (const toml::node* env = t.get("env")) {
-      const auto* table = env->as_table();
-      if (table == nullptr) throw ScheduleError(line_of(*env), "env must be a table of strings");
-      for (auto&& [key, value] : *table)
-        p.environment.emplace_back(std::string(key.str()), string_of(value, "env value"));
-    }
-    s.partitions.push_back(std::move(p));
-  }
-  for (const toml::node& node : array_of_tables(root, "window")) {
-    const toml::table& t = *node.as_table();
-    reject_unknown(t, {"partition", "offset_ms", "duration_ms"}, "a [[window]]");
-    partition::WindowSpec w;
-    w.line = line_of(node);
-    const toml::node* name = t.get("partition");
-    if (name == nullptr) throw ScheduleError(w.line, "window names no partition");
-    w.partition = string_of(*name, "partition");
-    const toml::node* offset = t.get("offset_ms");
-    const toml::node* duration = t.get("duration_ms");
-    if (offset == nullptr) throw ScheduleError(w.line, "window has no offset_ms");
-    if (duration == nullptr) throw ScheduleError(w.line, "window has no duration_ms");
-    w.offset_ns = duration_ns(*offset, "offset_ms");
-    w.duration_ns = duration_ns(*duration, "duration_ms");
-    s.windows.push_back(std::move(w));
-  }
-  partition::validate(s);
-  return s;
-}
-
 // Loads and validates a schedule file; every problem is a UsageError
-// "FILE:LINE: message" (exit 2).
+// "partition: FILE:LINE: message" (exit 2).
 Schedule load(const std::string& path) {
-  std::ifstream probe(path);
-  if (!probe) throw UsageError("partition: cannot read schedule file '" + path + "'");
   try {
-    return parse_schedule(toml::parse_file(path));
-  } catch (const toml::parse_error& e) {
-    throw UsageError(fmt::format("partition: {}:{}: {}", path, e.source().begin.line,
-                                 std::string(e.description())));
-  } catch (const ScheduleError& e) {
-    throw UsageError(e.line() > 0 ? fmt::format("partition: {}:{}: {}", path, e.line(), e.message())
-                                  : fmt::format("partition: {}: {}", path, e.message()));
+    return lab::load_schedule_file(path);
+  } catch (const lab::ScheduleFileError& e) {
+    throw UsageError(std::string("partition: ") + e.what());
   }
 }
 
@@ -250,6 +65,12 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
   j["verify_stopped"] = r.verify_stopped;
   j["warnings"] = r.warnings;
   j["clock"] = "CLOCK_MONOTONIC";
+  j["max_stop_lead_ns"] = s.max_stop_lead_ns;
+  // Where first_run_ns / start delay / resume latency and cpu_after_end_ns
+  // come from, and their resolution ("cpu-clock (tick-granular)": the tick).
+  j["first_run"] = {{"source", r.first_run.source}, {"resolution_ns", r.first_run.resolution_ns}};
+  j["cpu_after_end"] = {{"source", r.cpu_after_end.source},
+                        {"resolution_ns", r.cpu_after_end.resolution_ns}};
   auto& parts = j["partitions"] = nlohmann::json::array();
   for (std::size_t i = 0; i < s.partitions.size(); ++i)
     parts.push_back({{"name", s.partitions[i].name},
@@ -278,11 +99,24 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
                          {"stop_latency_max_ns", p.stop_latency_max_ns},
                          {"resume_latency_p50_ns", p.resume_latency_p50_ns},
                          {"resume_latency_p99_ns", p.resume_latency_p99_ns},
+                         {"start_delay_p50_ns", p.start_delay_p50_ns},
+                         {"start_delay_p99_ns", p.start_delay_p99_ns},
+                         {"start_delay_max_ns", p.start_delay_max_ns},
+                         {"first_run_source", r.first_run.source},
+                         {"first_run_resolution_ns", r.first_run.resolution_ns},
                          {"wake_late_p99_ns", p.wake_late_p99_ns},
                          {"cpu_after_end_p99_ns", p.cpu_after_end_p99_ns},
                          {"cpu_after_end_max_ns", p.cpu_after_end_max_ns},
+                         {"cpu_after_end_source", r.cpu_after_end.source},
+                         {"cpu_after_end_resolution_ns", r.cpu_after_end.resolution_ns},
                          {"over_threshold", p.over_threshold},
+                         {"over_threshold_percent", p.over_threshold_percent},
                          {"error_percent", p.error_percent},
+                         {"error_p99_percent", p.error_p99_percent},
+                         {"error_max_percent", p.error_max_percent},
+                         {"stop_lead_p50_ns", p.stop_lead_p50_ns},
+                         {"stop_lead_max_ns", p.stop_lead_max_ns},
+                         {"given_up_percent", p.given_up_percent},
                          {"stolen_percent", p.stolen_percent},
                          {"never_stopped", p.never_stopped},
                          {"verify_failures", p.verify_failures}});
@@ -300,6 +134,9 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
                        {"overrun_ns", w.overrun_ns()},
                        {"stop_latency_ns", w.stop_latency_ns()},
                        {"resume_latency_ns", w.resume_latency_ns()},
+                       {"start_delay_ns", w.start_delay_ns()},
+                       {"stop_lead_ns", w.stop_lead_ns},
+                       {"given_up_ns", w.given_up_ns()},
                        {"cpu_after_end_ns", w.cpu_after_end_ns},
                        {"never_stopped", w.never_stopped},
                        {"verified", w.verified},
@@ -307,24 +144,45 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
   return j;
 }
 
+// A figure of the given source: "1.2" when exact, "~4000" (the tick) when
+// only a tick-granular clock was available, so that no tick artifact is
+// printed as a microsecond figure.
+std::string us_from(double ns, const partition::FigureSource& source) {
+  if (source.resolution_ns > 1000) return "~" + us(static_cast<double>(source.resolution_ns));
+  return us(ns);
+}
+
 void print_summary(const Schedule& s, const partition::RunReport& r) {
   std::cout << fmt::format(
-      "method {}{}, scheduler {}, {} frames of {} ms, threshold {} us{}\n", r.method,
-      r.freezer_version.empty() ? "" : " (" + r.freezer_version + ")",
+      "method {}{}, scheduler {}, {} frames of {} ms, threshold {} us, max stop lead {} us{}\n",
+      r.method, r.freezer_version.empty() ? "" : " (" + r.freezer_version + ")",
       r.fifo ? "SCHED_FIFO" : "not real-time", r.frames, s.major_frame_ns / 1e6,
-      us(static_cast<double>(r.overrun_threshold_ns)), r.stopped_early ? " (stopped early)" : "");
+      us(static_cast<double>(r.overrun_threshold_ns)), us(static_cast<double>(s.max_stop_lead_ns)),
+      r.stopped_early ? " (stopped early)" : "");
   std::cout << fmt::format(
-      "{:<16} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7} {:>10} {:>10} {:>10} {:>10}\n", "partition",
-      "windows", "overrun50", "overrun99", "overrunmax", ">thr", "error%", "stop50", "stop99",
-      "resume50", "cpuafter99");
+      "{:<12} {:>7} {:>9} {:>9} {:>9} {:>5} {:>7} {:>9} {:>9} {:>8} {:>7} {:>9} {:>9} {:>10}\n",
+      "partition", "windows", "overrun50", "overrun99", "overrunmx", ">thr", "error%", "stop50",
+      "stop99", "lead50", "gaveup%", "start50", "start99", "cpuafter99");
   for (const auto& p : r.summaries)
     std::cout << fmt::format(
-        "{:<16} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7.2f} {:>10} {:>10} {:>10} {:>10}\n",
+        "{:<12} {:>7} {:>9} {:>9} {:>9} {:>5} {:>7.2f} {:>9} {:>9} {:>8} {:>7.2f} {:>9} {:>9} "
+        "{:>10}\n",
         p.partition, p.windows, us(p.overrun_p50_ns), us(p.overrun_p99_ns), us(p.overrun_max_ns),
         p.over_threshold, p.error_percent, us(p.stop_latency_p50_ns), us(p.stop_latency_p99_ns),
-        us(p.resume_latency_p50_ns), us(p.cpu_after_end_p99_ns));
-  std::cout << "(times in us; overrun = every thread stopped - nominal window end; cpuafter = CPU\n"
-               " time the partition used after its window ended, all threads)\n";
+        us(p.stop_lead_p50_ns), p.given_up_percent, us_from(p.start_delay_p50_ns, r.first_run),
+        us_from(p.start_delay_p99_ns, r.first_run),
+        us_from(p.cpu_after_end_p99_ns, r.cpu_after_end));
+  std::cout
+      << "(times in us; overrun = every thread stopped - nominal window end; error% = mean\n"
+         " scheduling error, overrun as a % of the window it invades; lead = stop lead used;\n"
+         " gaveup% = window time the partition was already stopped before its end; start =\n"
+         " first run - nominal window start; cpuafter = CPU time all its threads used after\n"
+         " its window ended)\n";
+  std::cout << fmt::format("start and cpuafter from {}{}\n", r.first_run.source,
+                           r.first_run.resolution_ns > 1000
+                               ? fmt::format(": resolution {} us, shown as ~resolution",
+                                             us(static_cast<double>(r.first_run.resolution_ns)))
+                               : "");
   for (const auto& p : r.summaries)
     if (p.never_stopped || p.verify_failures || p.unmeasured)
       std::cout << fmt::format(
@@ -344,6 +202,8 @@ struct RunArgs {
   double threshold_us = 0;
   bool no_fifo = false;
   bool no_verify = false;
+  bool no_trace = false;
+  int64_t max_stop_lead_us = -1;
 };
 
 void run_command(const RunArgs& a) {
@@ -363,36 +223,40 @@ void run_command(const RunArgs& a) {
   if (a.duration_s > 0) options.duration_ns = static_cast<int64_t>(a.duration_s * 1e9);
   if (a.no_fifo) options.fifo_priority = 0;
   options.verify_stopped = !a.no_verify;
+  if (a.max_stop_lead_us > 1'000'000)
+    throw UsageError("partition run: --max-stop-lead-us must be 0..1000000");
+  if (a.max_stop_lead_us >= 0) s.max_stop_lead_ns = a.max_stop_lead_us * 1000;
+  // Exact first-run and CPU-after-end figures from sched_switch where we may
+  // trace (root); else the scheduler's tick-granular CPU-clock figures, which
+  // the report marks as such.
+  std::unique_ptr<lab::SchedSwitchWindows> trace;
+  std::string why_no_trace = "--no-trace";
+  if (!a.no_trace && lab::SchedSwitchWindows::available(&why_no_trace)) {
+    trace = std::make_unique<lab::SchedSwitchWindows>();
+    options.observer = trace.get();
+  }
 
   partition::Scheduler scheduler(s);
-  g_scheduler = &scheduler;
-  struct sigaction action {
-  }, old_int{}, old_term{}, old_hup{};
-  action.sa_handler = on_stop_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &old_int);
-  sigaction(SIGTERM, &action, &old_term);
-  sigaction(SIGHUP, &action, &old_hup);
   partition::RunReport report;
-  try {
-    report = scheduler.run(options);
-  } catch (const ScheduleError& e) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
-    g_scheduler = nullptr;
-    throw UsageError(fmt::format("partition: {}:{}: {}", a.file, e.line(), e.message()));
-  } catch (...) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
-    g_scheduler = nullptr;
-    throw;
+  {
+    // Ctrl-C, SIGTERM and SIGHUP stop at the next boundary, with a report.
+    // Flags 0 (no SA_RESTART), as this command has always installed them.
+    g_scheduler = &scheduler;
+    struct ClearTarget {
+      ~ClearTarget() { g_scheduler = nullptr; }
+    } clear_target;
+    const lab::ScopedDisposition on_int(SIGINT, on_stop_signal, 0);
+    const lab::ScopedDisposition on_term(SIGTERM, on_stop_signal, 0);
+    const lab::ScopedDisposition on_hup(SIGHUP, on_stop_signal, 0);
+    try {
+      report = scheduler.run(options);
+    } catch (const ScheduleError& e) {
+      throw UsageError(fmt::format("partition: {}:{}: {}", a.file, e.line(), e.message()));
+    }
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  g_scheduler = nullptr;
+  if (!trace)
+    report.warnings.push_back("no sched_switch trace (" + why_no_trace +
+                              "): first run and CPU after end are tick-granular");
   for (const auto& w : report.warnings) std::cerr << "doorbell partition: warning: " << w << "\n";
   if (!a.json.empty()) {
     const std::string text = to_json(s, report, a.file).dump(1) + "\n";
@@ -427,6 +291,11 @@ const CommandRegistrar kPartition{
       run->add_option("--threshold-us", run_args.threshold_us,
                       "Override the overrun threshold (microseconds)");
       run->add_flag("--no-fifo", run_args.no_fifo, "Do not ask for SCHED_FIFO");
+      run->add_flag("--no-trace", run_args.no_trace,
+                    "Do not trace sched_switch (first run and CPU after end then come from "
+                    "the tick-granular CPU clock)");
+      run->add_option("--max-stop-lead-us", run_args.max_stop_lead_us,
+                      "Override the schedule's max_stop_lead_us (0: no stop lead)");
       run->add_flag("--no-verify", run_args.no_verify,
                     "Skip the /proc check that every thread is in state T");
       run->callback([] { run_command(run_args); });

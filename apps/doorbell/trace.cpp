@@ -266,6 +266,9 @@ const CommandRegistrar kTrace{
           "trace",
           "Live: which processes receive how many signals a second, how long they wait, who sends "
           "them (kernel signal tracepoints; needs root or tracefs access)");
+      cmd->footer(
+          "For a verdict on one process (can its signals wait for a busy thread?), see "
+          "`doorbell inspect PID`.");
       cmd->add_option("-p,--pid", args->pid, "trace only the signals received by this process");
       cmd->add_option("--threshold", args->threshold,
                       "flag a receiver above this many signals per second")

@@ -49,7 +49,7 @@
 // while asleep in wait() on a shared Bell stays counted in the word. The
 // Bell keeps every promise to live waiters (the kernel dropped the dead
 // one from its queue, so FUTEX_WAKE finds the live ones), but every later
-// ring() of the unrung Bell then makes one futile FUTEX_WAKE: "no syscall
+// ring() then makes one futile FUTEX_WAKE: "no syscall
 // when nobody waits" no longer holds for that Bell (measured here: about
 // 1.3 us per ring() instead of 7 ns; tests/bell_dead_waiter_test.cpp).
 // The count cannot heal itself safely: when FUTEX_WAKE wakes nobody, the
@@ -63,6 +63,13 @@
 // (e.g. every peer that waits has exited or is known to be outside wait()),
 // re-create it with create_at() at the same address; a pending ring is
 // lost then, so ring() again if one may be pending.
+//
+// A waiter killed after a ring() woke it and before it took the ring
+// leaves the Bell rung with that wake-up spent. So ring() wakes whenever a
+// waiter is counted, rung or not: the next ring() reaches the live sleepers.
+// Until that next ring() they sleep on (a pending ring wakes nobody by
+// itself): peers that may be killed should wait with a timeout, or ring
+// again when they see a peer die.
 //
 // Spin: wait() may spin, checking the word, for a bounded number of
 // iterations before it registers as a waiter (Spin{0}: the default, no

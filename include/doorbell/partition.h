@@ -26,8 +26,7 @@
 //
 // What is measured, per window (all CLOCK_MONOTONIC, absolute ns)
 //   nominal start/end; resume_requested (when SIGCONT/thaw was issued);
-//   first_run (when the partition's CPU clock first advanced after resume,
-//   polled every ~20 us: an upper bound with that resolution);
+//   first_run (when a thread of the partition first ran after resume);
 //   suspend_requested; stopped (when EVERY thread was stopped: the kernel's
 //   CLD_STOPPED report, which the last thread to join a group stop sends,
 //   checked against each thread's /proc state 'T' when verify_stopped is set;
@@ -39,6 +38,36 @@
 //   late by at most that plus the scheduler's wake-up. A suspension that
 //   never completed before the partition's next window is marked
 //   never_stopped and counts with the overrun up to that window.
+//
+// Resolution of first_run and cpu_after_end
+//   Without a measurement source (RunOptions::observer) both come from the
+//   partition's process CPU clock, which for another process advances only
+//   when the kernel accounts its threads: at the scheduler tick (CONFIG_HZ;
+//   4 ms at HZ=250) or a context switch. Such figures are tick-granular:
+//   RunReport::first_run / cpu_after_end say so (source "cpu-clock
+//   (tick-granular)", resolution_ns = the tick, read as the resolution of
+//   CLOCK_MONOTONIC_COARSE). A WindowObserver (the lab's sched_switch
+//   tracer, lab/partition/window_trace.h) replaces them with exact figures
+//   and names its source.
+//
+// Stop lead (Schedule::max_stop_lead_ns > 0)
+//   The suspension of a window may be issued before its nominal end, by a
+//   lead learned from the partition's recent stop latencies: the 95th
+//   percentile of its last kStopLeadHistory measured stop latencies (windows
+//   that stopped), at most max_stop_lead_ns and at most half the window. The
+//   first windows of a partition use no lead (nothing learned yet). The lead
+//   used is WindowRecord::stop_lead_ns; the time a partition was already
+//   stopped before its window's end is its window time given up
+//   (given_up_ns, PartitionSummary::given_up_percent).
+//
+// Start-up
+//   Before frame 0's clock starts every partition is started, suspended and
+//   settled: for the freezer, frozen again after the start-up SIGCONT (its
+//   CLD_CONTINUED report consumed); and a command partition is resumed
+//   through its execve (the close-on-exec error pipe's end of file says it
+//   is done) and suspended again, since an exec's page faults and file reads
+//   are not interrupted by a stop. So frame 0 is measured like every other
+//   frame. A start-up that takes over 5 s is left to frame 0, with a warning.
 //
 // Safety
 //   Before any partition exists a guardian process is forked. Every
@@ -61,9 +90,11 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -114,6 +145,8 @@ struct Schedule {
   OnPartitionExit on_partition_exit = OnPartitionExit::continue_schedule;
   OnSchedulerExit on_scheduler_exit = OnSchedulerExit::kill;
   int64_t overrun_threshold_ns = 1'000'000;  // windows overrun by more count as errors
+  // Upper bound of the stop lead (see "Stop lead" above); 0: no lead.
+  int64_t max_stop_lead_ns = 0;
   std::vector<PartitionSpec> partitions;
   std::vector<WindowSpec> windows;
 };
@@ -139,12 +172,47 @@ class ScheduleError : public std::invalid_argument {
 // ScheduleError naming the offending line.
 void validate(Schedule& schedule);
 
+struct RunReport;
+
+// How many recent stop latencies of a partition the stop lead learns from.
+inline constexpr std::size_t kStopLeadHistory = 32;
+// The stop lead for the next window: the 95th percentile (nearest rank) of
+// `recent` stop latencies, at most max_lead_ns and at most half of
+// window_ns; 0 when recent is empty or max_lead_ns <= 0.
+int64_t stop_lead_ns(std::vector<int64_t> recent, int64_t max_lead_ns, int64_t window_ns);
+
+// A measurement source plugged into run(). Both calls come from the thread
+// that called run(); an exception from either ends run() (after cleaning up)
+// with that exception.
+class WindowObserver {
+ public:
+  virtual ~WindowObserver() = default;
+  // Once, when every partition is started and suspended, before the
+  // start-up exec (see "Start-up": no partition has run its own code or
+  // made a thread yet) and before frame 0's clock starts. pids: per
+  // partition.
+  virtual void partitions_started(const std::vector<pid_t>& pids) = 0;
+  // Once, after the last window was measured and before the partitions are
+  // killed or released and before the summaries are made. May set
+  // first_run_ns and cpu_after_end_ns of any window and must then set
+  // report.first_run / report.cpu_after_end to its own source.
+  virtual void refine(RunReport& report) = 0;
+};
+
 struct RunOptions {
   std::optional<int64_t> frames;       // stop after this many major frames
   std::optional<int64_t> duration_ns;  // or after this long (whole frames)
   int fifo_priority = 80;              // 0: do not ask for SCHED_FIFO
   bool verify_stopped = true;          // sigstop methods: check /proc 'T' states
   int64_t start_delay_ns = 2'000'000;  // from set-up done to the first frame
+  // A measurement source (not owned; may be null). See WindowObserver.
+  WindowObserver* observer = nullptr;
+};
+
+// Where a figure comes from and how fine it is.
+struct FigureSource {
+  std::string source;         // "cpu-clock (tick-granular)", "sched_switch"
+  int64_t resolution_ns = 0;  // the figure's resolution
 };
 
 struct WindowRecord {
@@ -153,17 +221,20 @@ struct WindowRecord {
   std::size_t partition = 0;  // index into Schedule::partitions
   int64_t nominal_start_ns = 0, nominal_end_ns = 0;
   int64_t resume_requested_ns = 0;
-  int64_t first_run_ns = 0;  // 0: not seen
+  int64_t first_run_ns = 0;  // 0: not seen (resolution: RunReport::first_run)
   int64_t suspend_requested_ns = 0;
-  int64_t stopped_ns = 0;  // 0: never (the partition exited, or the run ended)
+  int64_t stop_lead_ns = 0;  // how long before nominal_end the suspension was due
+  int64_t stopped_ns = 0;    // 0: never (the partition exited, or the run ended)
   bool partition_gone = false;
   bool verified = false;  // per-thread states checked and all stopped
   // The suspension had not completed when the partition's next window began
   // (the resume cancelled it): stopped_ns is then that resume, a lower bound.
   bool never_stopped = false;
-  // CPU time the partition (all threads) consumed between suspend_requested
-  // and stopped: how much of the next window it really took. A runnable
-  // thread waiting for a CPU delays "stopped" but takes nothing; -1 unknown.
+  // CPU time the partition (all threads) consumed after its window ended
+  // and before it was stopped: how much of the next window it really took.
+  // A runnable thread waiting for a CPU delays "stopped" but takes nothing;
+  // -1 unknown. Resolution: RunReport::cpu_after_end (the CPU-clock
+  // fall-back counts from suspend_requested).
   int64_t cpu_after_end_ns = -1;
   int64_t cpu_at_suspend_ns = 0;  // internal: the partition's CPU clock then
 
@@ -175,9 +246,26 @@ struct WindowRecord {
     return first_run_ns ? first_run_ns - resume_requested_ns : -1;
   }
   int64_t wake_late_ns() const noexcept {
-    return suspend_requested_ns ? suspend_requested_ns - nominal_end_ns : -1;
+    return suspend_requested_ns ? suspend_requested_ns + stop_lead_ns - nominal_end_ns : -1;
+  }
+  // The incoming partition's start delay: first run - nominal start.
+  int64_t start_delay_ns() const noexcept {
+    return first_run_ns ? first_run_ns - nominal_start_ns : -1;
+  }
+  // Window time given up: how long before nominal_end every thread was
+  // already stopped (0 when it stopped at or after the end; -1 unknown).
+  int64_t given_up_ns() const noexcept {
+    return stopped_ns ? std::max<int64_t>(0, nominal_end_ns - stopped_ns) : -1;
   }
 };
+
+// The scheduling error of one window, in percent: the time the partition
+// ran into the window it invaded (max(0, overrun)) as a percentage of that
+// window's length, invaded_window_ns (the next window when it starts at
+// this one's end, else this window's own length). The paper (seed 002,
+// after Jo et al.) calls a partition scheduler exact when this stays near
+// 0% ("the next partition's window was not eaten into"). -1 when unknown.
+double scheduling_error_percent(const WindowRecord& window, int64_t invaded_window_ns) noexcept;
 
 struct PartitionExit {
   std::size_t partition = 0;
@@ -196,10 +284,17 @@ struct PartitionSummary {
   double overrun_p50_ns = 0, overrun_p99_ns = 0, overrun_max_ns = 0;
   double stop_latency_p50_ns = 0, stop_latency_p99_ns = 0, stop_latency_max_ns = 0;
   double resume_latency_p50_ns = 0, resume_latency_p99_ns = 0;
+  // Incoming start delay: first run - nominal window start.
+  double start_delay_p50_ns = 0, start_delay_p99_ns = 0, start_delay_max_ns = 0;
   double wake_late_p99_ns = 0;
   double cpu_after_end_p99_ns = 0, cpu_after_end_max_ns = 0;
-  std::size_t over_threshold = 0;   // windows overrun by more than the threshold
-  double error_percent = 0;         // 100 * over_threshold / windows
+  std::size_t over_threshold = 0;     // windows overrun by more than the threshold
+  double over_threshold_percent = 0;  // 100 * over_threshold / windows
+  // Scheduling error (scheduling_error_percent) over the measured windows:
+  // mean (error_percent), p99 and max.
+  double error_percent = 0, error_p99_percent = 0, error_max_percent = 0;
+  double stop_lead_p50_ns = 0, stop_lead_max_ns = 0;  // the stop lead used
+  double given_up_percent = 0;      // window time given up / scheduled window time, in %
   double stolen_percent = 0;        // overrun time / scheduled window time, in %
   std::size_t never_stopped = 0;    // suspensions the next resume overtook
   std::size_t verify_failures = 0;  // CLD_STOPPED, yet a thread not in state T
@@ -215,6 +310,8 @@ struct RunReport {
   bool stopped_early = false;   // request_stop() or a partition exit with stop_schedule
   bool verify_stopped = false;  // RunOptions::verify_stopped was in effect
   std::vector<std::string> warnings;
+  // Sources of the first-run and CPU-after-end figures (see "Resolution").
+  FigureSource first_run, cpu_after_end;
   std::vector<pid_t> pids;  // per partition
   std::vector<WindowRecord> windows;
   std::vector<PartitionExit> exits;

@@ -39,9 +39,12 @@
 //    only when another caller opened a newer window in between. allow(n)
 //    with n > 1 is lock-free (it retries a CAS when another caller changed
 //    the count in between, i.e. when someone else made progress).
-//  - Denials do no write to the shared word: a denied call loads the shared
-//    word and adds one to this thread's own miss counter (a per-thread slot
-//    on its own cache line; see "Slots").
+//  - Denials do no write to the shared word and execute no locked
+//    instruction: a denied call loads the shared word and adds one to this
+//    thread's own miss counter with a plain (unlocked) add, on a cache line
+//    only this thread writes (see "Slots"). The exceptions: threads beyond
+//    the 16 that own a slot, and the ProcessShared types, use an atomic add
+//    on their own line.
 //  - Exact suppression accounting: every denied event is counted once. The
 //    count of events denied since the last report is handed, once, to the
 //    check()/check_at() caller that opens a new window (Verdict::suppressed,
@@ -63,23 +66,36 @@
 //    counted; windows still roll over so the suppressed count is reported).
 //
 // Slots
-//  Each limiter has kSlots (16) per-thread slots, each on its own cache line.
-//  A thread uses slot (thread number % kSlots); thread numbers are handed out
-//  in order of each thread's first call to any RateLimiter. Up to 16 threads
-//  therefore never share a slot; beyond that, slots are shared (still exact:
-//  slot updates are atomic read-modify-writes on a line that is not the
-//  shared word's). A limiter occupies 1088 bytes. For very many limiters
-//  (one per flow), prefer a few limiters keyed by class.
+//  Each limiter has kSlots (16) slots, each on its own cache line, each with
+//  two cells {denied count, sharded lease}: the owner's and the sharers'.
+//  On its first call to any limiter a thread claims one of 16 process-wide
+//  slot numbers for good (until it exits): one never claimed, one whose
+//  owner has exited (checked with tgkill(pid, tid, 0)), in every limiter.
+//  Only the owner, and signal handlers running on it, write the owner cell,
+//  so the owner updates it with single unlocked instructions (x86-64 `add`
+//  and `cmpxchg` without `lock`; a signal arrives between instructions,
+//  never inside one, so a handler's update is never lost or doubled; other
+//  architectures use the atomic operations). A locked instruction costs a
+//  store-buffer drain even on a line no other core holds: that was most of
+//  the cost of a denial. Threads that find all 16 slots owned by live
+//  threads share the second cells (slot = arrival order % 16), with atomic
+//  read-modify-writes: still exact, a locked add per denial. After fork()
+//  the child's thread keeps its slot (pthread_atfork; a child of a raw
+//  clone() or _Fork() that calls a limiter is not covered). A limiter
+//  occupies 1088 bytes. For very many limiters (one per flow), prefer a few
+//  limiters keyed by class.
 //
 // ShardedRateLimiter (same interface; RateLimitOptions::lease)
 //  For limiters that are hot and rarely limiting. A thread's slot leases
 //  `lease` tokens at a time from the shared word and then admits from its
 //  slot without touching the shared word. Exactness is kept (tokens are
 //  handed out from the shared word at most `burst` per window). The price is
-//  bounded under-admission: tokens leased to a slot whose threads stop
+//  bounded under-admission: tokens leased to a cell whose threads stop
 //  calling are stranded until the window ends, so a window may deny calls
 //  while up to kSlots * (lease - 1) of its `burst` tokens sit unused in other
-//  slots. allow(n) with n > 1 always goes to the shared word.
+//  owners' cells (2 * kSlots * (lease - 1) with more than 16 threads, whose
+//  shared cells lease too). An owner takes a leased token with one unlocked
+//  cmpxchg. allow(n) with n > 1 always goes to the shared word.
 //
 // Timestamps and the default clock
 //  allow()/check() read detail::coarse_now_ns(): CLOCK_MONOTONIC_COARSE
@@ -125,19 +141,27 @@
 // Async-signal-safety
 //  Every member function except the constructors is async-signal-safe and
 //  noexcept: no allocation, no lock, no errno change (clock_gettime on the
-//  vDSO does not fail). The first call on a thread assigns its thread
-//  number with an atomic increment (also async-signal-safe).
+//  vDSO does not fail). The first call on a thread claims its slot with
+//  gettid, at most 16 tgkill(.., 0) and a CAS (async-signal-safe, errno
+//  preserved). A signal handler that interrupts an outer call on the same
+//  thread and calls the same limiter is counted exactly (tests:
+//  SignalHandlerMidCall_*).
 //
 // Lifetime, fork, processes
 //  Not copyable or movable. Destroy it only when no thread can call it.
 //  fork(): the child gets a copy with the same counts; nothing to re-arm.
-//  It works in shared memory across processes only with allow_at() and a
-//  clock both processes share (CLOCK_MONOTONIC is), and with thread numbers
-//  that may collide across processes (still exact, slots are atomic).
+//  Across processes (a limiter in shared memory) use
+//  ProcessSharedRateLimiter / ProcessSharedShardedRateLimiter: slot owners
+//  are per process, so threads of two processes may own the same slot, and
+//  these types update every cell atomically (exact; a locked add per
+//  denial). A plain RateLimiter in shared memory still admits exactly, but
+//  may lose denied counts. Either way, only with allow_at() and a clock both
+//  processes share (CLOCK_MONOTONIC is).
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 
@@ -175,12 +199,13 @@ struct RateLimitVerdict {
 // The points where another thread may act between two steps of a call; the
 // stress test injects delays there. Production code uses NoRateLimitHooks.
 enum class RateLimitRacePoint {
-  after_load,         // the shared word was loaded, nothing decided yet
-  before_open,        // about to CAS a newer window into the shared word
-  after_open,         // this caller opened a window, report not yet taken
-  before_add,         // about to fetch_add an admission
-  before_lease_take,  // about to take a token from the slot's lease
-  before_lease_store  // leased tokens obtained, about to store them in the slot
+  after_load,          // the shared word was loaded, nothing decided yet
+  before_open,         // about to CAS a newer window into the shared word
+  after_open,          // this caller opened a window, report not yet taken
+  before_add,          // about to fetch_add an admission
+  before_lease_take,   // about to take a token from the slot's lease
+  before_lease_store,  // leased tokens obtained, about to store them in the slot
+  before_miss          // denied, about to add the denial to this thread's slot
 };
 
 struct NoRateLimitHooks {
@@ -194,29 +219,96 @@ uint64_t coarse_now_ns() noexcept;
 
 inline constexpr unsigned kRateLimitSlots = 16;
 inline constexpr unsigned kRateLimitSlotSize = 64;
+// A slot holds two cells {missed, lease}: the owner's at offset 0, the
+// sharers' at this offset.
+inline constexpr unsigned kRateLimitSharedCell = 16;
 
-// This thread's slot, as the byte offset of its slot plus one slot size (so
-// that 0 means "not assigned yet"). Threads are numbered in order of their
-// first call to any limiter; slot = number % kRateLimitSlots.
-inline constinit thread_local uint32_t tl_rate_limit_slot = 0;
-inline constinit std::atomic<uint32_t> g_rate_limit_threads{0};
+// This thread's cell: the byte offset of its slot plus one slot size, plus
+// kRateLimitSharedCell when the thread does not own the slot; before the
+// thread's first call, kRateLimitSharedCell alone. One bit test tells the
+// hot paths "owned cell" from "shared cell or not yet assigned" (both rare,
+// out of line). See assign_rate_limit_slot().
+inline constexpr uint32_t kRateLimitUnassigned = kRateLimitSharedCell;
+inline constinit thread_local uint32_t tl_rate_limit_slot = kRateLimitUnassigned;
+
+// Assigns this thread's slot on its first call to any limiter (out of line:
+// two syscalls at most once per thread and slot owner checked; async-signal-
+// safe, errno preserved). A thread owns one of the kRateLimitSlots slots
+// when one is free: never assigned, or assigned to a thread that has exited
+// (tgkill(pid, tid, 0) fails with ESRCH), or to this thread already (a
+// signal handler on this thread claimed it during this very assignment).
+// At most one live thread owns a slot; fork() hands the forking thread's
+// slot to the child's thread (pthread_atfork). Threads that find no free
+// slot share one slot's second cell (slot = n % kRateLimitSlots in order of
+// arrival), updated with atomic read-modify-writes.
+uint32_t assign_rate_limit_slot() noexcept;
 
 inline uint32_t rate_limit_slot_offset() noexcept {
-  uint32_t offset = tl_rate_limit_slot;
-  if (offset == 0) [[unlikely]] {
-    // A signal handler interrupting this assignment assigns its own number;
-    // whichever store lands last wins. Both are valid slots.
-    const uint32_t n = g_rate_limit_threads.fetch_add(1, std::memory_order_relaxed);
-    offset = (n % kRateLimitSlots + 1) * kRateLimitSlotSize;
-    tl_rate_limit_slot = offset;
-  }
+  const uint32_t offset = tl_rate_limit_slot;
+  if (offset == kRateLimitUnassigned) [[unlikely]]
+    return assign_rate_limit_slot();
   return offset;
 }
+// For tests: the slot index and ownership an offset encodes.
+constexpr unsigned rate_limit_slot_index(uint32_t offset) noexcept {
+  return offset / kRateLimitSlotSize - 1;
+}
+constexpr bool rate_limit_slot_owned(uint32_t offset) noexcept {
+  return (offset & kRateLimitSharedCell) == 0;
+}
 
-template <typename Hooks, bool kSharded>
+// Read-modify-writes of a cell that only this thread and its signal
+// handlers write (the thread owns the slot). On x86-64 they are single
+// instructions without the lock prefix: a signal is delivered between
+// instructions, never inside one, so a handler's update on this thread is
+// never lost; no other thread writes the cell, so the bus lock (and the
+// store-buffer drain that comes with it, the cost of a locked instruction
+// even on a line no other core holds) buys nothing. Other threads only
+// read the cell (aligned 8-byte accesses are single-copy atomic). Elsewhere
+// they are the atomic operations.
+inline void owner_add(std::atomic<uint64_t>& cell, uint64_t n) noexcept {
+#if defined(__x86_64__)
+  asm volatile("addq %1, %0" : "+m"(*reinterpret_cast<uint64_t*>(&cell)) : "er"(n) : "cc");
+#else
+  cell.fetch_add(n, std::memory_order_relaxed);
+#endif
+}
+inline bool owner_cas(std::atomic<uint64_t>& cell, uint64_t& expected, uint64_t desired) noexcept {
+#if defined(__x86_64__)
+  bool done;
+  asm volatile("cmpxchgq %3, %1"
+               : "=@ccz"(done), "+m"(*reinterpret_cast<uint64_t*>(&cell)), "+a"(expected)
+               : "r"(desired));
+  return done;
+#else
+  return cell.compare_exchange_strong(expected, desired, std::memory_order_relaxed);
+#endif
+}
+// owner_cas(cell, expected, expected - 1) for the sharded hot path, which
+// re-reads the cell when it fails: the jump is in the asm, so the compiler
+// need not materialise the flag.
+inline bool owner_take(std::atomic<uint64_t>& cell, uint64_t expected) noexcept {
+#if defined(__x86_64__)
+  asm goto("cmpxchgq %[desired], %[cell]\n\tjne %l[changed]"
+           : [cell] "+m"(*reinterpret_cast<uint64_t*>(&cell)), "+a"(expected)
+           : [desired] "r"(expected - 1)
+           : "cc"
+           : changed);
+  return true;
+changed:
+  return false;
+#else
+  return cell.compare_exchange_strong(expected, expected - 1, std::memory_order_relaxed);
+#endif
+}
+
+template <typename Hooks, bool kSharded, bool kProcessShared = false>
 class BasicRateLimiter {
  public:
   static constexpr unsigned kSlots = kRateLimitSlots;
+  // Process-shared limiters never use the unlocked owner updates: threads of
+  // two processes may own the same slot index.
+  static constexpr uint32_t kCellMask = kProcessShared ? kRateLimitSharedCell : 0;
 
   // Disabled: never limits. Same as a zero-filled object.
   constexpr BasicRateLimiter() noexcept = default;
@@ -275,11 +367,11 @@ class BasicRateLimiter {
   //   takes the "events suppressed since the last report" count.
   RateLimitVerdict check(uint32_t n = 1) noexcept {
     if (interval_ns_ == 0) return {};
-    return decide<true>(coarse_now_ns(), n);
+    return decide<true>(coarse_now_ns(), n).verdict();
   }
   RateLimitVerdict check_at(uint64_t now_ns, uint32_t n = 1) noexcept {
     if (interval_ns_ == 0) return {};
-    return decide<true>(now_ns, n);
+    return decide<true>(now_ns, n).verdict();
   }
 
   // flush
@@ -292,7 +384,9 @@ class BasicRateLimiter {
   //   All events denied so far (reported or not). Exact at quiescence.
   uint64_t suppressed_total() const noexcept {
     uint64_t total = 0;
-    for (const Slot& s : slots_) total += s.missed.load(std::memory_order_relaxed);
+    for (const Slot& s : slots_)
+      total += s.owner.missed.load(std::memory_order_relaxed) +
+               s.shared.missed.load(std::memory_order_relaxed);
     return total;
   }
 
@@ -382,23 +476,59 @@ class BasicRateLimiter {
   }
   static constexpr uint64_t kHalfWrap = uint64_t{1} << 31;
 
-  struct alignas(64) Slot {
-    std::atomic<uint64_t> missed{0};  // events denied by this slot's threads
+  struct Cell {
+    std::atomic<uint64_t> missed{0};  // events denied by this cell's threads
     std::atomic<uint64_t> lease{0};   // sharded mode: window:32 | tokens left:32
   };
+  struct alignas(64) Slot {
+    Cell owner;   // written only by the thread that owns the slot
+    Cell shared;  // written by threads without a slot of their own (RMWs)
+  };
 
-  // The slot address is the TLS offset added to the slot array (one load,
+  // The cell address is the TLS offset added to the slot array (one load,
   // one add).
-  Slot& my_slot() noexcept {
+  Cell& cell_at(uint32_t offset) noexcept {
     static_assert(sizeof(Slot) == kRateLimitSlotSize);
-    return *reinterpret_cast<Slot*>(reinterpret_cast<char*>(slots_) +
-                                    (rate_limit_slot_offset() - kRateLimitSlotSize));
+    static_assert(offsetof(Slot, shared) == kRateLimitSharedCell);
+    return *reinterpret_cast<Cell*>(reinterpret_cast<char*>(slots_) +
+                                    (offset - kRateLimitSlotSize));
   }
 
-  void count_miss(uint32_t n) noexcept {
-    // An RMW on this thread's own line: exact even when a signal handler on
-    // this thread or a thread sharing the slot counts at the same time.
-    my_slot().missed.fetch_add(n, std::memory_order_relaxed);
+  // Counts n denied events in this thread's cell. In an owned cell one
+  // unlocked add (see owner_add): a signal handler on this thread that
+  // counts too runs wholly before or after it, and no other thread writes
+  // the cell. In a shared cell an atomic RMW: exact against the sharers.
+  // Either way no write to the shared word's line.
+  // Returns false (the verdict of a denial). The shared-cell and first-
+  // call cases are out of line, and their verdict is the call's result, so
+  // that nothing is live across the call and the hot paths need no saved
+  // register (the disabled path included).
+  bool count_miss(uint32_t n) noexcept {
+    // Process-shared limiters set the "shared cell" bit here (kCellMask):
+    // every denial takes the atomic path.
+    const uint32_t offset = tl_rate_limit_slot | kCellMask;
+    if (!rate_limit_slot_owned(offset)) [[unlikely]]
+      return count_shared_miss(n);
+    Hooks::point(RateLimitRacePoint::before_miss);
+    owner_add(cell_at(offset).missed, n);
+    return false;
+  }
+  [[gnu::noinline, gnu::cold]] bool count_shared_miss(uint32_t n) noexcept {
+    const uint32_t offset = rate_limit_slot_offset();
+    Hooks::point(RateLimitRacePoint::before_miss);
+    if (rate_limit_slot_owned(offset) && !kProcessShared) {
+      owner_add(cell_at(offset).missed, n);
+    } else {
+      cell_at(offset).missed.fetch_add(n, std::memory_order_relaxed);
+    }
+    return false;
+  }
+  // Compare-and-swap of this thread's lease: unlocked in an owned cell (see
+  // owner_cas), atomic in a shared one.
+  static bool lease_cas(Cell& cell, bool owned, uint64_t& expected, uint64_t desired) noexcept {
+    if (owned) [[likely]]
+      return owner_cas(cell.lease, expected, desired);
+    return cell.lease.compare_exchange_weak(expected, desired, std::memory_order_relaxed);
   }
 
   // Sums the slots and advances `reported_` to that sum; returns the part
@@ -415,12 +545,24 @@ class BasicRateLimiter {
     return 0;
   }
 
+  // A verdict in two registers (RateLimitVerdict is returned in memory):
+  // the out-of-line refill() then needs no stack slot in its callers.
+  struct Decision {
+    uint64_t suppressed;
+    uint32_t window;
+    bool allowed;
+    RateLimitVerdict verdict() const noexcept { return {allowed, suppressed, window}; }
+  };
+  static Decision verdict(bool allowed, uint64_t suppressed, uint32_t window) noexcept {
+    return {suppressed, window, allowed};
+  }
+
   template <bool kReport>
-  RateLimitVerdict decide(uint64_t now_ns, uint32_t n) noexcept {
+  Decision decide(uint64_t now_ns, uint32_t n) noexcept {
     const uint64_t full = full_window_of(now_ns);
     const uint32_t window = static_cast<uint32_t>(full);
     if (n == 0) [[unlikely]]
-      return {true, 0, window};
+      return verdict(true, 0, window);
     if (kSharded && n == 1) return decide_leased<kReport>(full);
     uint64_t w = word_.load(std::memory_order_relaxed);
     Hooks::point(RateLimitRacePoint::after_load);
@@ -441,8 +583,10 @@ class BasicRateLimiter {
           if (word_.compare_exchange_weak(w, pack(window, fits ? n : 0), std::memory_order_release,
                                           std::memory_order_relaxed)) {
             Hooks::point(RateLimitRacePoint::after_open);
-            if (!fits) count_miss(n);
-            return {fits, kReport ? take_report() : 0, window};
+            // The opener's own denial is counted before the report is
+            // taken, so that it is in this window's report.
+            const bool allowed = fits || count_miss(n);
+            return verdict(allowed, kReport ? take_report() : 0, window);
           }
           continue;
         }
@@ -452,8 +596,7 @@ class BasicRateLimiter {
       const uint32_t count = count_part(w);
       if (count >= burst_ || n > burst_ - count) {
         // Full: no write to the shared word.
-        count_miss(n);
-        return {false, 0, window_part(w)};
+        return verdict(count_miss(n), 0, window_part(w));
       }
       if (n == 1) {
         Hooks::point(RateLimitRacePoint::before_add);
@@ -463,13 +606,12 @@ class BasicRateLimiter {
         // window opened meanwhile): the call is charged to that one.
         const uint64_t old = word_.fetch_add(1, std::memory_order_relaxed);
         if (count_part(old) < burst_) [[likely]]
-          return {true, 0, window_part(old)};
-        count_miss(1);
-        return {false, 0, window_part(old)};
+          return verdict(true, 0, window_part(old));
+        return verdict(count_miss(1), 0, window_part(old));
       }
       // n > 1: CAS, so that a request that does not fit consumes nothing.
       if (word_.compare_exchange_weak(w, w + n, std::memory_order_relaxed))
-        return {true, 0, window_part(w)};
+        return verdict(true, 0, window_part(w));
     }
   }
 
@@ -477,36 +619,44 @@ class BasicRateLimiter {
   // slot's lease for this window, or a denial when the slot is empty and the
   // shared word's window (the caller's) is full. Everything else refills.
   template <bool kReport>
-  RateLimitVerdict decide_leased(uint64_t full) noexcept {
+  Decision decide_leased(uint64_t full) noexcept {
     const uint32_t window = static_cast<uint32_t>(full);
-    Slot& slot = my_slot();
-    uint64_t l = slot.lease.load(std::memory_order_relaxed);
+    // Threads that share a cell, and a thread's first call, take the
+    // refill path (out of line, atomic RMWs on the shared cell).
+    const uint32_t offset = tl_rate_limit_slot | kCellMask;
+    if (!rate_limit_slot_owned(offset)) [[unlikely]]
+      return refill<kReport>(full);
+    Cell& cell = cell_at(offset);
+    uint64_t l = cell.lease.load(std::memory_order_relaxed);
     if (window_part(l) == window && count_part(l) > 0) [[likely]] {
       Hooks::point(RateLimitRacePoint::before_lease_take);
-      // Fails only when a thread sharing the slot, or a signal handler,
-      // changed the lease; the refill path then re-decides.
-      if (slot.lease.compare_exchange_weak(l, l - 1, std::memory_order_relaxed))
-        return {true, 0, window};
+      // A CAS, not a store: a signal handler on this thread may have taken
+      // a token since the load. It fails only then; the refill path
+      // re-decides.
+      if (owner_take(cell.lease, l)) return verdict(true, 0, window);
     }
     if (count_part(l) == 0) {
       const uint64_t w = word_.load(std::memory_order_relaxed);
       if (window_part(w) == window && count_part(w) >= burst_) {
-        slot.missed.fetch_add(1, std::memory_order_relaxed);
-        return {false, 0, window};
+        Hooks::point(RateLimitRacePoint::before_miss);
+        owner_add(cell.missed, 1);
+        return verdict(false, 0, window);
       }
     }
-    return refill<kReport>(full, slot);
+    return refill<kReport>(full);
   }
 
   template <bool kReport>
-  [[gnu::noinline]] RateLimitVerdict refill(uint64_t full, Slot& slot) noexcept {
+  [[gnu::noinline]] Decision refill(uint64_t full) noexcept {
     const uint32_t window = static_cast<uint32_t>(full);
-    uint64_t l = slot.lease.load(std::memory_order_relaxed);
+    const uint32_t offset = rate_limit_slot_offset();
+    Cell& cell = cell_at(offset);
+    const bool owned = rate_limit_slot_owned(offset) && !kProcessShared;
+    uint64_t l = cell.lease.load(std::memory_order_relaxed);
     // Tokens leased for the caller's window or a newer one can be spent.
     while (count_part(l) > 0 && charged_to(window, window_part(l))) {
       Hooks::point(RateLimitRacePoint::before_lease_take);
-      if (slot.lease.compare_exchange_weak(l, l - 1, std::memory_order_relaxed))
-        return {true, 0, window_part(l)};
+      if (lease_cas(cell, owned, l, l - 1)) return verdict(true, 0, window_part(l));
     }
     // Lease empty or stale: take up to lease_ tokens from the shared word.
     uint64_t w = word_.load(std::memory_order_relaxed);
@@ -531,7 +681,7 @@ class BasicRateLimiter {
       }
       if (count_part(w) >= burst_) {
         count_miss(1);
-        return {false, 0, window_part(w)};
+        return verdict(false, 0, window_part(w));
       }
       Hooks::point(RateLimitRacePoint::before_add);
       // Lease with one RMW: the range [count, count + lease_) is ours, cut
@@ -545,13 +695,13 @@ class BasicRateLimiter {
     }
     if (granted == 0) {
       count_miss(1);
-      return {false, report, granted_window};
+      return verdict(false, report, granted_window);
     }
     // Spend one token now, keep the rest in the slot.
     if (granted > 1) {
       Hooks::point(RateLimitRacePoint::before_lease_store);
       const uint64_t fresh = pack(granted_window, granted - 1);
-      l = slot.lease.load(std::memory_order_relaxed);
+      l = cell.lease.load(std::memory_order_relaxed);
       for (;;) {
         uint64_t desired;
         if (count_part(l) > 0 && window_part(l) == granted_window) {
@@ -561,10 +711,10 @@ class BasicRateLimiter {
         } else {
           break;  // the slot holds tokens of a newer window: ours are stranded
         }
-        if (slot.lease.compare_exchange_weak(l, desired, std::memory_order_relaxed)) break;
+        if (lease_cas(cell, owned, l, desired)) break;
       }
     }
-    return {true, report, granted_window};
+    return verdict(true, report, granted_window);
   }
 
   // Line 1: the shared word and the configuration it is read with (one cache
@@ -589,6 +739,10 @@ class BasicRateLimiter {
 using RateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, false>;
 // Sharded mode: per-slot leases of RateLimitOptions::lease tokens.
 using ShardedRateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, true>;
+// For a limiter in memory shared by several processes (see "Lifetime, fork,
+// processes"): every cell update is an atomic read-modify-write.
+using ProcessSharedRateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, false, true>;
+using ProcessSharedShardedRateLimiter = detail::BasicRateLimiter<NoRateLimitHooks, true, true>;
 
 // The default clock's resolution (clock_getres(CLOCK_MONOTONIC_COARSE)), in
 // nanoseconds. Intervals much shorter than this need allow_at().

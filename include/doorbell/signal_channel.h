@@ -105,6 +105,31 @@
 // every event; with signalfd the kernel hands each instance to whichever
 // signalfd reads it first, so watch a signal with one channel only.
 //
+// Spinning. receive() may poll the channel for a bounded number of
+// iterations before it sleeps in poll(2) (SignalChannel::Spin; the default
+// budget is Options::spin, which is no spin). It is for users who trade a
+// CPU for latency: an event that arrives during the spin is taken without
+// the receiver's wake-up (a sleep in poll(2), the scheduler's wake-up of
+// this thread, and for an idle CPU its exit from the idle state). What it
+// costs and when it helps (measured: docs/signals.md, "What we measured"):
+//   - it burns the receiving CPU for the whole budget, also when nothing
+//     comes: a budget is a bet that an event follows soon after the
+//     previous one (or after the caller entered receive());
+//   - it helps only when the sender (for the handler mechanism: the thread
+//     that runs the handler) is on another CPU. On the receiver's CPU the
+//     sender cannot run while we spin, and the budget is pure loss;
+//   - one iteration: handler mechanism, a pause instruction and two loads of
+//     the channel's queue (tens of ns; no syscall, and the thread that runs
+//     the handler still writes the eventfd); signalfd, one non-blocking
+//     read(2) of the signalfd (a syscall, several hundred ns on a virtual
+//     machine, and it takes the kernel's siglock, which the sender's kill(2)
+//     needs too). Size the budget per mechanism;
+//   - the spin ends early at receive()'s deadline (checked every 16
+//     iterations), so a short timeout bounds it; after the spin, receive()
+//     sleeps as without one, and nothing else about events changes (same
+//     order, coalescing and counts).
+// dispatch() and try_receive() never spin.
+//
 // Memory ordering: everything the signal sender did before sending is
 // visible to the consumer that reads the event (the kernel's siglock and
 // the queue's release/acquire pair order it).
@@ -186,8 +211,15 @@ class ForkedChannelError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// How long SignalChannel::receive() polls before it sleeps (see "Spinning").
+struct SignalChannelSpin {
+  std::uint32_t iterations = 0;  // polls of the channel before sleeping; 0: none
+};
+
 class SignalChannel {
  public:
+  using Spin = SignalChannelSpin;
+
   struct Options {
     SignalMechanism mechanism = SignalMechanism::automatic;
     // Handler mechanism: call a handler that was installed before the
@@ -196,6 +228,8 @@ class SignalChannel {
     // Handler mechanism: real-time instances kept until read; more are
     // counted in stats().overflowed. At least 1.
     std::size_t realtime_capacity = 4096;
+    // The spin budget of receive(timeout) (see "Spinning"); none by default.
+    Spin spin{};
   };
 
   // Watches `signals`. Throws std::invalid_argument for an empty set, a
@@ -231,8 +265,15 @@ class SignalChannel {
   //
   // Waits up to `timeout` (poll(2) on fd(), EINTR retried with the time
   // left) for the next event. nullopt on timeout, or at once when stopped
-  // and empty. Throws ForkedChannelError in a forked child.
+  // and empty. Throws ForkedChannelError in a forked child. Spins first with
+  // the budget of Options::spin (none by default).
   std::optional<SignalEvent> receive(std::chrono::nanoseconds timeout);
+  // Like receive(timeout), spinning with `spin` instead of Options::spin:
+  // when nothing is pending, polls the channel up to spin.iterations times
+  // (or until the deadline) and returns the first event it finds; then
+  // sleeps as above. Spin{0} is exactly receive(timeout) without a spin.
+  // Never spins when the channel is stopped. See "Spinning" for the cost.
+  std::optional<SignalEvent> receive(std::chrono::nanoseconds timeout, Spin spin);
 
   // SignalChannel::dispatch()
   //
@@ -256,6 +297,7 @@ class SignalChannel {
   std::vector<int> signals_;
   std::unique_ptr<detail::SignalBackend> backend_;
   std::uint64_t fork_generation_ = 0;
+  Spin spin_{};
   bool stopped_ = false;
 };
 

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "src/cpu_relax.h"
+
 namespace doorbell::lab {
 
 // CLOCK_MONOTONIC in nanoseconds. Async-signal-safe.
@@ -18,14 +20,8 @@ inline uint64_t monotonic_ns() noexcept {
 // Sleeps ns nanoseconds on CLOCK_MONOTONIC, resuming after EINTR.
 void sleep_ns(uint64_t ns);
 
-// The spin-wait hint (PAUSE on x86); nothing elsewhere.
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
+// The spin-wait hint (PAUSE on x86, YIELD on arm64): the library's own.
+using doorbell::detail::cpu_relax;
 
 // Saves the calling thread's CPU affinity and puts it back on destruction.
 class AffinityGuard {

@@ -1,7 +1,7 @@
 // Rate limiters side by side (seed 004): no limiter, std::mutex, the kernel's
 // trylock shape (___ratelimit up to 6.15), the seed's atomic + refreshing-
 // flag design, and doorbell::RateLimiter (one shared word) and
-// ShardedRateLimiter; threads 1, 2, 4, 8; per-call work 0, ~30, ~300 ns; a
+// ShardedRateLimiter; threads 1, 2, 4, 8, 16; per-call work 0, ~30, ~300 ns; a
 // limit never reached and a limit that denies almost every call.
 //
 // Every thread loops: W dependent multiply-add steps (the "packet work"), one
@@ -83,6 +83,12 @@ struct alignas(64) Progress {
   std::atomic<uint64_t> calls{0};
 };
 
+uint64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 uint64_t coarse_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -99,6 +105,7 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
   std::vector<Tally> tallies(threads);
   std::unique_ptr<Progress[]> progress(new Progress[threads]);
   std::vector<uint64_t> sinks(threads);
+  std::vector<uint64_t> cpu_ns(threads), worker_calls(threads);
   std::vector<std::thread> workers;
   workers.reserve(threads);
   for (int id = 0; id < threads; ++id) {
@@ -107,6 +114,7 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
       uint64_t x = 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(id);
       uint64_t calls = 0;
       ready.fetch_add(1);
+      const uint64_t cpu0 = thread_cpu_ns();
       while (!stop.load(std::memory_order_relaxed)) {
         for (int i = 0; i < kBatch; ++i) {
           for (int k = 0; k < iterations; ++k)
@@ -117,6 +125,8 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
         calls += kBatch;
         progress[id].calls.store(calls, std::memory_order_relaxed);
       }
+      cpu_ns[id] = thread_cpu_ns() - cpu0;
+      worker_calls[id] = calls;
       sinks[id] = x;
     });
   }
@@ -135,7 +145,10 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
   std::size_t n = 0;
   // keep_going() reads the clock only every 64 samples; a slice is 2 ms, so
   // check the budget on every slice.
-  while (ctx.keep_going(n) && ctx.time_left()) {
+  // At least one sample, even when the workers starve the measuring thread
+  // (16 threads on 2 cores): up to 1 s over the budget, then none.
+  const uint64_t give_up_ns = start_ns + 1000000000;
+  while ((n == 0 && monotonic_ns() < give_up_ns) || (ctx.keep_going(n) && ctx.time_left())) {
     sleep_ns(slice_ns);
     const uint64_t t1 = monotonic_ns(), c1 = total_calls();
     if (c1 > c0) {
@@ -151,6 +164,18 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
   const CheckResult r = check(tallies, burst, kIntervalNs, starts);
   ctx.counter("calls_per_s", static_cast<double>(end_calls - start_calls) * 1e9 /
                                  static_cast<double>(end_ns - start_ns));
+  // CPU time per call of each worker (thread CPU clock, whole run): unlike
+  // the wall-clock p50, it does not count time the workers spent off the
+  // CPU, so it still compares designs on a loaded machine (at T = 1; with
+  // more threads than free cores, threads seldom run at once and contention
+  // is under-counted).
+  uint64_t all_cpu = 0, all_calls = 0;
+  for (int i = 0; i < threads; ++i) {
+    all_cpu += cpu_ns[i];
+    all_calls += worker_calls[i];
+  }
+  ctx.counter("cpu_ns_per_call",
+              all_calls == 0 ? 0.0 : static_cast<double>(all_cpu) / static_cast<double>(all_calls));
   ctx.counter("admitted_pct",
               r.admitted + r.denied == 0 ? 0.0 : 100.0 * r.admitted / (r.admitted + r.denied));
   ctx.counter("denied", static_cast<double>(r.denied));
@@ -205,7 +230,7 @@ void run_scenario(Context& ctx, Design design, int threads, int work_ns, Regime 
   if (design == Design::sharded && regime == Regime::limited) {
     ctx.note(
         "sharded: false_suppressions here are the documented lease slack (tokens stranded "
-        "in other threads' slots, at most 16 x (lease-1) per window)");
+        "in other threads' cells, at most 2 x 16 x (lease-1) per window)");
   }
 }
 
@@ -219,7 +244,7 @@ std::string scenario_name(Design d, int threads, int work_ns, Regime regime) {
 std::vector<Scenario> make_scenarios() {
   std::vector<Scenario> out;
   for (int work_ns : {0, 30, 300}) {
-    for (int threads : {1, 2, 4, 8}) {
+    for (int threads : {1, 2, 4, 8, 16}) {
       for (Design d : {Design::none, Design::mutex, Design::trylock, Design::seed, Design::ours,
                        Design::sharded}) {
         for (Regime regime : {Regime::never, Regime::limited}) {
@@ -253,7 +278,10 @@ std::vector<Scenario> make_scenarios() {
             s.params.push_back({"regime", regime == Regime::never ? "never" : "limited"});
           s.clock = ClockKind::monotonic;
           s.primary_metric = "latency";
-          s.budget_s = 0.05;
+          // 0.1 s: --quick's fifth (20 ms) still leaves room for starting
+          // the threads on a loaded machine (10 ms often did not: rows with
+          // no sample).
+          s.budget_s = 0.1;
           s.samples = 100000;  // the time budget ends each repetition
           s.in_default_suite = work_ns == 30 && threads <= 2;
           s.run = [d, threads, work_ns, regime](Context& ctx) {
@@ -274,7 +302,9 @@ std::vector<Ratio> make_ratios() {
   const char* seed_source =
       "seed 004 (blog, 2026-04-10): kernel forwarding path on 32 CPUs, limiter configured but "
       "never limiting; throughput with the limiter / without";
-  for (int threads : {1, 2}) {
+  // T = 4 .. 16 are full-suite rows (./run scale-bench on a machine with
+  // many cores; on 2 cores they measure oversubscription).
+  for (int threads : {1, 2, 4, 8, 16}) {
     for (Regime regime : {Regime::never, Regime::limited}) {
       for (Design d :
            {Design::mutex, Design::trylock, Design::seed, Design::ours, Design::sharded}) {

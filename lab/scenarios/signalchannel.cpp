@@ -192,6 +192,43 @@ class ChannelReceiver final : public Receiver {
   std::unique_ptr<SignalChannel> channel_;
 };
 
+// SignalChannel without an event loop: the receiver thread blocks in
+// receive() with a spin budget (the spin rows), in slices of 10 ms so that
+// stop() is seen.
+class SpinningChannelReceiver final : public Receiver {
+ public:
+  SpinningChannelReceiver(int signo, SignalMechanism mechanism, std::uint32_t spin, Sink& sink)
+      : sink_(sink), spin_{spin} {
+    SignalChannel::Options options;
+    options.mechanism = mechanism;
+    options.chain_previous = false;
+    channel_ = std::make_unique<SignalChannel>(std::vector<int>{signo}, options);
+  }
+  void run() override {
+    while (!stopping_.load(std::memory_order_acquire)) {
+      if (auto e = channel_->receive(std::chrono::milliseconds(10), spin_)) {
+        sink_.on_event(e->code == SI_QUEUE ? static_cast<int64_t>(e->value) : -1, e->coalesced);
+      }
+    }
+  }
+  void stop() override { stopping_.store(true, std::memory_order_release); }
+  ~SpinningChannelReceiver() override { channel_->stop(); }
+
+ private:
+  Sink& sink_;
+  SignalChannel::Spin spin_;
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<SignalChannel> channel_;
+};
+
+// A SignalChannel receiver: in an EventLoop, or spinning in receive() when
+// spin > 0.
+std::unique_ptr<Receiver> make_channel_receiver(int signo, SignalMechanism mechanism,
+                                                std::uint32_t spin, Sink& sink) {
+  if (spin > 0) return std::make_unique<SpinningChannelReceiver>(signo, mechanism, spin, sink);
+  return std::make_unique<ChannelReceiver>(signo, mechanism, sink);
+}
+
 class AsioReceiver final : public Receiver {
  public:
   AsioReceiver(int signo, Sink& sink) : sink_(sink), set_(io_, signo) { arm(); }
@@ -275,8 +312,11 @@ class RawReceiver final : public Receiver {
 };
 
 // Sets up `method` for signo (the guard must already exist), starts the
-// receiver thread, runs body(), stops and joins.
-void with_receiver(Context& ctx, Method method, int signo, Sink& sink,
+// receiver thread, runs body(), stops and joins. spin > 0 (signalfd and
+// handler only): the receiver spins in SignalChannel::receive() with that
+// budget instead of running an EventLoop. caught: the method's own count of
+// signals its handler passed on, where it keeps one (libuv).
+void with_receiver(Context& ctx, Method method, int signo, Sink& sink, std::uint32_t spin,
                    const std::function<void()>& body, std::optional<uint64_t>* caught = nullptr) {
   if (method == Method::signalfd) {
     // The runner is single-threaded: blocking here, before the receiver
@@ -290,10 +330,10 @@ void with_receiver(Context& ctx, Method method, int signo, Sink& sink,
   try {
     switch (method) {
       case Method::signalfd:
-        receiver = std::make_unique<ChannelReceiver>(signo, SignalMechanism::signalfd, sink);
+        receiver = make_channel_receiver(signo, SignalMechanism::signalfd, spin, sink);
         break;
       case Method::handler:
-        receiver = std::make_unique<ChannelReceiver>(signo, SignalMechanism::handler, sink);
+        receiver = make_channel_receiver(signo, SignalMechanism::handler, spin, sink);
         break;
       case Method::asio:
         receiver = std::make_unique<AsioReceiver>(signo, sink);
@@ -326,6 +366,11 @@ void with_receiver(Context& ctx, Method method, int signo, Sink& sink,
   if (caught != nullptr) *caught = receiver->caught();
 }
 
+void with_receiver(Context& ctx, Method method, int signo, Sink& sink,
+                   const std::function<void()>& body) {
+  with_receiver(ctx, method, signo, sink, 0, body);
+}
+
 // Waits until `delivered` stops moving for `quiet_ns` (or reaches target).
 void wait_quiet(const Sink& sink, uint64_t target, uint64_t quiet_ns) {
   uint64_t last = sink.delivered.load(std::memory_order_acquire);
@@ -350,13 +395,13 @@ void record_latencies(Context& ctx, const Sink& sink) {
 
 // ---------------------------------------------------------------- latency
 
-void run_latency(Context& ctx, Method method) {
+void run_latency(Context& ctx, Method method, std::uint32_t spin = 0) {
   const int signo = SIGUSR1;
   SignalStateGuard guard(signo);
   Sink sink;
   sink.latencies.reserve(ctx.samples());
   std::size_t sent = 0, timeouts = 0;
-  with_receiver(ctx, method, signo, sink, [&] {
+  with_receiver(ctx, method, signo, sink, spin, [&] {
     const pid_t self = ::getpid();
     while (ctx.keep_going(sent)) {
       const uint32_t before = sink.acked.load(std::memory_order_acquire);
@@ -491,7 +536,7 @@ void run_throughput(Context& ctx, Method method) {
   std::string why_not;
   std::optional<KernelMergeTrace> trace = KernelMergeTrace::start(signo, ::getpid(), why_not);
   with_receiver(
-      ctx, method, signo, sink,
+      ctx, method, signo, sink, 0,
       [&] {
         const pid_t self = ::getpid();
         constexpr std::size_t kBatch = 16;
@@ -654,6 +699,37 @@ std::vector<Scenario> make_scenarios() {
         .budget_s = 0.02,
         .samples = 2048,
         .run = [m](Context& ctx) { run_rt_burst(ctx, m); },
+    });
+  }
+  // The receiver-side spin (SignalChannel::Spin): the receiver blocks in
+  // receive() with a budget instead of an EventLoop. Budgets of a few µs and
+  // ten times that: one handler iteration is a pause and two loads (~40 ns),
+  // one signalfd iteration a read(2) (~0.5-2 µs on a VM). The spin catches
+  // the next signal only when it spans the sender's turn-around (its wake-up
+  // from the futex wait for the previous ack, then kill()).
+  struct SpinRow {
+    Method method;
+    std::uint32_t spin;
+  };
+  for (const SpinRow row : {SpinRow{Method::signalfd, 10}, SpinRow{Method::signalfd, 100},
+                            SpinRow{Method::handler, 100}, SpinRow{Method::handler, 1000}}) {
+    const std::string name = method_name(row.method);
+    const std::string spin = std::to_string(row.spin);
+    all.push_back(Scenario{
+        .name = "signalchannel/latency:method=" + name + ",spin=" + spin,
+        .group = "signalchannel",
+        .title = "signal -> user code, " + name + ", receive() spinning " + spin,
+        .description = "as signalchannel/latency, but the receiver thread calls "
+                       "SignalChannel::receive() with Spin{" +
+                       spin +
+                       "} (polls the channel that many times before sleeping in poll(2)) "
+                       "instead of running an EventLoop; the receiving CPU burns the budget "
+                       "after every event",
+        .params = {{"method", name}, {"spin", spin}},
+        .clock = ClockKind::monotonic,
+        .budget_s = 0.06,
+        .samples = 20000,
+        .run = [row](Context& ctx) { run_latency(ctx, row.method, row.spin); },
     });
   }
   return all;

@@ -88,8 +88,10 @@ active proctype Ringer() {
 #else
      atomic { old_rung = rung; old_waiters = waiters; rung = 1 };
 #endif
+     /* rung or not: a waiter woken by an earlier ring may have died before
+      * taking it (bell.h, "Dead waiters"), so any counted waiter is woken */
      if
-     :: (old_rung == 0 && old_waiters > 0) -> futex_wake_one()
+     :: (old_waiters > 0) -> futex_wake_one()
      :: else -> skip
      fi;
      r++;

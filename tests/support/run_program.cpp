@@ -11,6 +11,12 @@
 namespace doorbell::test {
 namespace {
 
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// Both ends of a pipe, closed unless released.
 struct Pipe {
   int read_end = -1;
   int write_end = -1;
@@ -22,18 +28,66 @@ struct Pipe {
     write_end = fds[1];
   }
   ~Pipe() {
-    close_read();
-    close_write();
+    close_fd(read_end);
+    close_fd(write_end);
   }
-  void close_read() {
-    if (read_end >= 0) ::close(read_end);
-    read_end = -1;
-  }
-  void close_write() {
-    if (write_end >= 0) ::close(write_end);
-    write_end = -1;
-  }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
 };
+
+int take(int& fd) {
+  const int taken = fd;
+  fd = -1;
+  return taken;
+}
+
+// Opens /dev/null, closed unless released.
+struct DevNull {
+  int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ~DevNull() { close_fd(fd); }
+};
+
+}  // namespace
+
+// The descriptors made before the spawn: a failed spawn closes them all.
+struct RunningProgram::Setup {
+  Pipe out, err, in;
+  DevNull devnull;
+};
+
+namespace {
+
+ChildProcess spawn_with(const std::vector<std::string>& argv, const RunOptions& options,
+                        RunningProgram::Setup& setup) {
+  SpawnOptions spawn;
+  spawn.environment = options.environment;
+  spawn.stdout_fd = setup.out.write_end;
+  spawn.stderr_fd = setup.err.write_end;
+  spawn.stdin_fd = options.input ? setup.in.read_end : setup.devnull.fd;
+  return ChildProcess::spawn(argv, spawn);
+}
+
+// write(2) without a SIGPIPE for the test when the reader has gone: the
+// signal is blocked in this thread for the call and, when the write raised
+// it, taken back (unless one was already pending). The EPIPE remains.
+ssize_t write_without_sigpipe(int fd, const char* data, std::size_t size) {
+  sigset_t sigpipe, old, pending;
+  sigemptyset(&sigpipe);
+  sigaddset(&sigpipe, SIGPIPE);
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  pthread_sigmask(SIG_BLOCK, &sigpipe, &old);
+  const ssize_t n = ::write(fd, data, size);
+  const int saved = errno;
+  if (n < 0 && saved == EPIPE && !was_pending) {
+    const timespec zero{};
+    while (sigtimedwait(&sigpipe, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = saved;
+  return n;
+}
 
 }  // namespace
 
@@ -43,79 +97,99 @@ std::string RunResult::describe() const {
   return s;
 }
 
-RunResult run_program(const std::vector<std::string>& argv, const RunOptions& options) {
-  Pipe out, err, in;
-  const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  SpawnOptions spawn;
-  spawn.environment = options.environment;
-  spawn.stdout_fd = out.write_end;
-  spawn.stderr_fd = err.write_end;
-  spawn.stdin_fd = options.input ? in.read_end : devnull;
-  ChildProcess child = ChildProcess::spawn(argv, spawn);
-  ::close(devnull);
-  out.close_write();
-  err.close_write();
-  in.close_read();
+RunningProgram::RunningProgram(const std::vector<std::string>& argv, const RunOptions& options)
+    : RunningProgram(argv, options, Setup{}) {}
 
-  // Feed stdin without blocking: a program that never reads must not hold us.
-  std::string input = options.input.value_or("");
-  size_t written = 0;
-  if (!options.input) in.close_write();
-  if (in.write_end >= 0) ::fcntl(in.write_end, F_SETFL, O_NONBLOCK);
+RunningProgram::RunningProgram(const std::vector<std::string>& argv, const RunOptions& options,
+                               Setup&& setup)
+    : options_(options),
+      deadline_(std::chrono::steady_clock::now() + options.timeout),
+      child_(spawn_with(argv, options, setup)) {
+  out_ = take(setup.out.read_end);
+  err_ = take(setup.err.read_end);
+  if (options.input) in_ = take(setup.in.write_end);
+}
 
+RunningProgram::~RunningProgram() {
+  close_fd(out_);
+  close_fd(err_);
+  close_fd(in_);
+  // ~ChildProcess kills and reaps a child still running.
+}
+
+RunResult RunningProgram::finish() {
   RunResult result;
-  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
-  char buffer[4096];
-  while (out.read_end >= 0 || err.read_end >= 0) {
+  result.pid = child_.pid();
+  // Feed stdin without blocking: a program that never reads must not hold us.
+  const std::string input = options_.input.value_or("");
+  std::size_t written = 0;
+  if (in_ >= 0) ::fcntl(in_, F_SETFL, O_NONBLOCK);
+  if (in_ >= 0 && input.empty()) close_fd(in_);
+
+  // Read until both pipes close, or until the program has exited and its
+  // pipes are empty: everything it wrote is in them once it has exited, and
+  // a process it left behind may hold them open for a long time.
+  bool exited = false;
+  char buffer[65536];
+  while (out_ >= 0 || err_ >= 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+        deadline_ - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      result.timed_out = true;
+      result.timed_out = !exited;
       break;
     }
-    pollfd fds[3] = {
-        {out.read_end, POLLIN, 0}, {err.read_end, POLLIN, 0}, {in.write_end, POLLOUT, 0}};
-    const int ready = ::poll(fds, 3, static_cast<int>(left.count()));
+    pollfd fds[4] = {{out_, POLLIN, 0},
+                     {err_, POLLIN, 0},
+                     {in_, POLLOUT, 0},
+                     {exited ? -1 : child_.fd(), POLLIN, 0}};
+    const int ready = ::poll(fds, 4, exited ? 0 : static_cast<int>(left.count()) + 1);
     if (ready < 0) {
       if (errno == EINTR) continue;
       throw std::system_error(errno, std::generic_category(), "poll");
     }
+    if (ready == 0 && exited) break;  // exited, and nothing left to read
+    if (fds[3].revents != 0) exited = true;
     if (fds[2].revents & (POLLOUT | POLLERR | POLLHUP)) {
-      const ssize_t n = ::write(in.write_end, input.data() + written, input.size() - written);
-      if (n > 0) written += static_cast<size_t>(n);
+      const ssize_t n = write_without_sigpipe(in_, input.data() + written, input.size() - written);
+      if (n > 0) written += static_cast<std::size_t>(n);
       if (n < 0 && errno != EAGAIN && errno != EINTR)
         written = input.size();  // EPIPE: it closed stdin
-      if (written == input.size()) in.close_write();
+      if (written == input.size()) close_fd(in_);
     }
-    Pipe* pipes[2] = {&out, &err};
+    int* pipes[2] = {&out_, &err_};
     std::string* sinks[2] = {&result.out, &result.err};
     for (int i = 0; i < 2; ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t n = ::read(pipes[i]->read_end, buffer, sizeof buffer);
+      const ssize_t n = ::read(*pipes[i], buffer, sizeof buffer);
       if (n > 0) {
-        sinks[i]->append(buffer, static_cast<size_t>(n));
+        sinks[i]->append(buffer, static_cast<std::size_t>(n));
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        pipes[i]->close_read();
+        close_fd(*pipes[i]);
       }
     }
   }
-  in.close_write();
+  close_fd(in_);
+  close_fd(out_);
+  close_fd(err_);
   if (result.timed_out) {
-    child.send_signal(SIGKILL);
-    result.status = child.wait();
+    child_.send_signal(SIGKILL);
+    result.status = child_.wait();
     return result;
   }
-  // Both pipes closed: the program has ended or closed them; give it the
-  // rest of the timeout to exit.
-  const auto left = deadline - std::chrono::steady_clock::now();
-  if (auto status = child.wait_for(left.count() > 0 ? left : std::chrono::nanoseconds(0))) {
+  // Both pipes closed (or it exited): give it the rest of the timeout to exit.
+  const auto left = deadline_ - std::chrono::steady_clock::now();
+  if (auto status = child_.wait_for(left.count() > 0 ? left : std::chrono::nanoseconds(0))) {
     result.status = *status;
   } else {
     result.timed_out = true;
-    child.send_signal(SIGKILL);
-    result.status = child.wait();
+    child_.send_signal(SIGKILL);
+    result.status = child_.wait();
   }
   return result;
+}
+
+RunResult run_program(const std::vector<std::string>& argv, const RunOptions& options) {
+  return RunningProgram(argv, options).finish();
 }
 
 std::string doorbell_binary() {
@@ -123,9 +197,13 @@ std::string doorbell_binary() {
 }
 
 RunResult run_doorbell(const std::vector<std::string>& args, const RunOptions& options) {
+  return start_doorbell(args, options).finish();
+}
+
+RunningProgram start_doorbell(const std::vector<std::string>& args, const RunOptions& options) {
   std::vector<std::string> argv{doorbell_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_program(argv, options);
+  return RunningProgram(argv, options);
 }
 
 }  // namespace doorbell::test

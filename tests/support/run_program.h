@@ -4,7 +4,23 @@
 // whatever the test blocks or ignores, and every run has a timeout: a program
 // that hangs is killed (SIGKILL) and reported as timed out instead of holding
 // the test until ctest's own limit.
+//
+// Output: stdout and stderr are read through pipes, apart, while stdin is fed,
+// so a program that writes megabytes (or reads megabytes before writing) does
+// not deadlock against the test. Reading ends when the program has exited and
+// its pipes are empty; output that processes it left behind write later (a
+// partition left running, `cmd &` in a shell) is not waited for.
+//
+// Stdin: written without blocking; a program that never reads it or closes
+// it early only loses the rest (EPIPE, never a SIGPIPE in the test).
+//
+// A test that must act while the program runs (send it SIGINT, watch a file
+// it writes) uses start_program()/start_doorbell() and then finish(). Until
+// finish() the output waits in the pipes (64 KiB each on Linux): a program
+// that writes more blocks until finish() is called.
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <optional>
@@ -20,14 +36,16 @@ struct RunResult {
   bool timed_out = false;  // it ran past the timeout and was killed
   std::string out;         // everything it wrote to stdout
   std::string err;         // everything it wrote to stderr
+  pid_t pid = -1;          // its process ID (reaped: for names derived from it)
 
   bool success() const noexcept { return !timed_out && status.success(); }
-  int exit_code() const noexcept { return status.exit_code(); }
+  int exit_code() const noexcept { return timed_out ? -1 : status.exit_code(); }
   // A line for a failed assertion: the command's end, and its stderr.
   std::string describe() const;
 };
 
 struct RunOptions {
+  // From the start of the program to the end of finish().
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   // Written to the program's stdin, then closed. Without it stdin is /dev/null.
   std::optional<std::string> input;
@@ -35,14 +53,48 @@ struct RunOptions {
   std::optional<std::vector<std::string>> environment;
 };
 
-// Runs argv (argv[0] looked up in PATH when it has no slash) to its end or
-// the timeout.
-RunResult run_program(const std::vector<std::string>& argv, const RunOptions& options = {});
+// A started program: act on it through process(), then finish() it. The
+// destructor of an unfinished one kills (SIGKILL) and reaps the program.
+// Neither copyable nor movable: hold it where start_program() returns it.
+class RunningProgram {
+ public:
+  // Starts argv (argv[0] looked up in PATH when it has no slash). Throws
+  // std::system_error when it cannot be started (ChildProcess::spawn).
+  RunningProgram(const std::vector<std::string>& argv, const RunOptions& options);
+  ~RunningProgram();
+  RunningProgram(const RunningProgram&) = delete;
+  RunningProgram& operator=(const RunningProgram&) = delete;
 
+  ChildProcess& process() noexcept { return child_; }
+  pid_t pid() const noexcept { return child_.pid(); }
+
+  // Feeds stdin and reads stdout and stderr until the program has ended or
+  // the timeout (counted from the start) has passed, then reaps it. Call once.
+  RunResult finish();
+
+  struct Setup;  // the pipes, while the program starts
+
+ private:
+  RunningProgram(const std::vector<std::string>& argv, const RunOptions& options, Setup&& setup);
+
+  RunOptions options_;
+  std::chrono::steady_clock::time_point deadline_;
+  int out_ = -1, err_ = -1, in_ = -1;  // our ends of the pipes
+  ChildProcess child_;
+};
+
+// Runs argv to its end or the timeout.
+RunResult run_program(const std::vector<std::string>& argv, const RunOptions& options = {});
 // The doorbell CLI of this build tree.
 std::string doorbell_binary();
-
 // Runs `doorbell ARGS...` from this build tree.
 RunResult run_doorbell(const std::vector<std::string>& args, const RunOptions& options = {});
+
+// Starts a program or the CLI for a test that acts while it runs.
+inline RunningProgram start_program(const std::vector<std::string>& argv,
+                                    const RunOptions& options = {}) {
+  return RunningProgram(argv, options);
+}
+RunningProgram start_doorbell(const std::vector<std::string>& args, const RunOptions& options = {});
 
 }  // namespace doorbell::test

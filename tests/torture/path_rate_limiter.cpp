@@ -68,6 +68,8 @@ const char* point_name(RateLimitRacePoint p) {
       return "before_lease_take";
     case RateLimitRacePoint::before_lease_store:
       return "before_lease_store";
+    case RateLimitRacePoint::before_miss:
+      return "before_miss";
   }
   return "?";
 }

@@ -1,0 +1,104 @@
+// doorbell inspect PID: will this process's signals wait for a busy thread?
+// A verdict per signal from /proc, read without stopping or changing the
+// target. The reading and the analysis live in lab/inspect/ (unit-tested
+// with synthetic processes); this file parses flags and prints.
+#include <time.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "apps/doorbell/command.h"
+#include "lab/inspect/analysis.h"
+#include "lab/inspect/render.h"
+#include "lab/inspect/snapshot.h"
+
+namespace doorbell::cli {
+namespace {
+
+struct InspectOptions {
+  long pid = 0;
+  bool json = false;
+  double watch_seconds = 0;
+  int period_ms = 10;
+  int window_ms = 200;
+};
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+void run_inspect(const InspectOptions& o) {
+  using namespace doorbell::lab::inspect;
+  if (o.pid <= 0 || o.pid > 0x3fffffff)
+    throw UsageError("inspect: PID must be a positive process id");
+  if (o.watch_seconds < 0 || !std::isfinite(o.watch_seconds))
+    throw UsageError("inspect: --watch takes a positive number of seconds");
+  const pid_t pid = static_cast<pid_t>(o.pid);
+  try {
+    const ProcessSnapshot snapshot = sample_process(pid, std::chrono::milliseconds(o.window_ms));
+    const InspectReport report = analyze(snapshot);
+    std::optional<WatchResult> watch;
+    if (o.watch_seconds > 0) {
+      watch.emplace();
+      watch->period_ns = static_cast<std::uint64_t>(o.period_ms) * 1000000ull;
+      const std::uint64_t start = monotonic_ns();
+      const std::uint64_t end = start + static_cast<std::uint64_t>(o.watch_seconds * 1e9);
+      std::uint64_t next = start;
+      for (;;) {
+        const std::uint64_t now = monotonic_ns();
+        if (now >= end) break;
+        try {
+          watch->watch.observe(read_pending(pid), now);
+        } catch (const ProcessGone&) {
+          throw ProcessGone(fmt::format("process {} exited during --watch, after {:.1f} s", pid,
+                                        static_cast<double>(now - start) / 1e9));
+        }
+        next += watch->period_ns;
+        const std::uint64_t after = monotonic_ns();
+        if (next > after) std::this_thread::sleep_for(std::chrono::nanoseconds(next - after));
+      }
+      watch->duration_ns = monotonic_ns() - start;
+    }
+    const WatchResult* w = watch ? &*watch : nullptr;
+    if (o.json)
+      std::cout << render_json(report, w).dump(2) << "\n";
+    else
+      std::cout << render_text(report, w);
+  } catch (const ProcessGone& e) {
+    throw std::runtime_error(std::string("inspect: ") + e.what());
+  } catch (const InspectError& e) {
+    throw std::runtime_error(std::string("inspect: ") + e.what());
+  }
+}
+
+const CommandRegistrar kInspect{
+    "inspect", 55, [](CLI::App& app) {
+      auto options = std::make_shared<InspectOptions>();
+      auto* cmd = app.add_subcommand(
+          "inspect",
+          "Will this process's signals wait for a busy thread? A verdict per signal from /proc "
+          "(docs/inspect.md); the target is only read, never changed");
+      cmd->add_option("PID", options->pid, "the process to inspect")->required();
+      cmd->add_flag("--json", options->json, "one JSON object (schema in docs/inspect.md)");
+      cmd->add_option("--watch", options->watch_seconds,
+                      "then sample pending signals for SECONDS and say how long each stayed "
+                      "pending")
+          ->check(CLI::PositiveNumber);
+      cmd->add_option("--period-ms", options->period_ms, "sampling period of --watch (default 10)")
+          ->check(CLI::Range(1, 10000));
+      cmd->add_option("--window-ms", options->window_ms,
+                      "how long to measure which threads are busy (default 200)")
+          ->check(CLI::Range(10, 60000));
+      cmd->callback([options] { run_inspect(*options); });
+    }};
+
+}  // namespace
+}  // namespace doorbell::cli

@@ -1,0 +1,99 @@
+// The verdict of `doorbell inspect`: from a ProcessSnapshot (plain data, so
+// tests feed it synthetic processes) to one verdict per signal and advice.
+//
+// The kernel's choice for a process-directed signal (kernel/signal.c,
+// complete_signal() and wants_signal(); research/kernel-signal-delivery.md
+// §2): the main thread when it wants the signal, else the first thread that
+// does, walking the thread list round-robin from signal->curr_target. A
+// thread wants a signal when it does not block it, is not exiting, is not
+// stopped or traced, and is on a CPU or has no signal pending already.
+// /proc shows neither curr_target nor "on a CPU" as opposed to "runnable":
+// we walk in list order from the main thread and take State R as "may be on
+// a CPU". The choice is a snapshot: the next send may pick another thread,
+// so the verdict weighs every thread that can take the signal, not only the
+// one picked now.
+//
+// Verdicts, for signals with a handler or taken by sigwait/signalfd:
+//   bounded      every thread that can take it runs at SCHED_FIFO/RR (one
+//                dedicated receiver thread, or a signalfd whose reader is
+//                such a thread): it is woken and runs at once.
+//   at_risk      it can land on a SCHED_OTHER (or BATCH/IDLE) thread that is
+//                busy itself or shares CPUs with busy threads (runnable at
+//                least half of the sampling window): the signal then waits
+//                for that thread's next time slice, milliseconds under load.
+//   fair_share   it lands on a SCHED_OTHER thread, but no busy thread shares
+//                its CPUs now: quick today, not bounded under load.
+//   stays_pending  blocked in every thread and no signalfd reads it: it
+//                stays pending until a thread unblocks it or waits for it.
+// and for the others:
+//   ignored      SIG_IGN, or a default action of "ignore" (SIGCHLD, ...).
+//   default_action  no handler: the default action (terminate, core dump,
+//                stop) runs; a fatal one wakes every thread (group exit).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lab/inspect/snapshot.h"
+
+namespace doorbell::lab::inspect {
+
+enum class Verdict { bounded, at_risk, fair_share, stays_pending, ignored, default_action };
+const char* verdict_name(Verdict verdict) noexcept;  // "bounded", "at risk", ...
+const char* verdict_key(Verdict verdict) noexcept;   // "bounded", "at_risk", ... (JSON)
+
+// The default action of a signal: "terminate", "core", "stop", "continue",
+// "ignore".
+const char* default_action_name(int signo) noexcept;
+
+struct SignalVerdict {
+  int signal = 0;
+  std::string name;         // "SIGUSR1"
+  std::string disposition;  // "handler", "ignored", "default"
+  Verdict verdict = Verdict::default_action;
+  std::string default_action;     // default_action_name()
+  std::vector<pid_t> can_take;    // threads that do not block it (eligible), list order
+  pid_t kernel_choice = 0;        // the thread complete_signal() picks now; 0: none
+  std::vector<int> signalfds;     // fds of the signalfds that read it
+  pid_t sigwait_receiver = 0;     // a thread in rt_sigtimedwait that can take it; 0: none
+  pid_t risky_thread = 0;         // at_risk: the thread it can wait for
+  std::vector<pid_t> busy_peers;  // at_risk: busy threads sharing that thread's CPUs
+  std::string reason;             // one sentence, names the threads
+};
+
+struct ThreadSummary {
+  pid_t tid = 0;
+  std::string name;
+  std::string policy;  // "SCHED_OTHER", "SCHED_FIFO 50", ...
+  bool busy = false;   // runnable at least half of the window (or State R without a window)
+};
+
+struct InspectReport {
+  pid_t pid = 0;
+  std::string name;
+  std::vector<ThreadSummary> threads;
+  std::vector<SignalVerdict> signals;  // in signal order
+  // Queue pressure.
+  long queued = -1;
+  long queue_limit = -1;
+  long rlimit_sigpending = -1;
+  std::uint64_t shared_pending = 0;
+  std::vector<std::pair<pid_t, std::uint64_t>> thread_pending;  // threads with something pending
+  std::vector<std::string> advice;
+  std::uint64_t window_ns = 0;
+  bool fdinfo_readable = true;  // false: signalfds unknown (see ProcessSnapshot)
+};
+
+// Signals reported: every caught, ignored, pending, signalfd-read or
+// partly blocked signal, and always SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+// SIGUSR1, SIGUSR2 (the ones users send). Never SIGKILL and SIGSTOP, nor the
+// C library's reserved signals below SIGRTMIN.
+InspectReport analyze(const ProcessSnapshot& process);
+
+// "SCHED_FIFO 50", "SCHED_OTHER", "SCHED_BATCH", ...
+std::string policy_name(int policy, int rt_priority);
+
+// Whether a thread counts as busy (see ThreadSummary::busy).
+bool is_busy(const ThreadSnapshot& thread) noexcept;
+
+}  // namespace doorbell::lab::inspect

@@ -1,0 +1,166 @@
+#include "lab/inspect/render.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "doorbell/signal_channel.h"  // signal_name
+#include "lab/common/format.h"
+
+namespace doorbell::lab::inspect {
+namespace {
+
+std::string signal_list(std::uint64_t mask) {
+  std::string text;
+  for (int signo = 1; signo <= 64; ++signo)
+    if (mask_has(mask, signo)) text += (text.empty() ? "" : " ") + doorbell::signal_name(signo);
+  return text.empty() ? "-" : text;
+}
+
+std::string tids(const std::vector<pid_t>& list, std::size_t limit) {
+  if (list.empty()) return "-";
+  std::string text;
+  for (std::size_t i = 0; i < list.size() && i < limit; ++i)
+    text += (i ? "," : "") + std::to_string(list[i]);
+  if (list.size() > limit) text += fmt::format(",+{}", list.size() - limit);
+  return text;
+}
+
+std::string receiver_text(const SignalVerdict& v) {
+  std::string text;
+  if (v.sigwait_receiver) text = fmt::format("sigwait {}", v.sigwait_receiver);
+  for (int fd : v.signalfds) text += (text.empty() ? "" : " ") + fmt::format("signalfd:{}", fd);
+  return text.empty() ? "-" : text;
+}
+
+}  // namespace
+
+std::string render_text(const InspectReport& r, const WatchResult* watch) {
+  std::string out;
+  std::size_t busy = 0;
+  for (const auto& t : r.threads) busy += t.busy;
+  out += fmt::format("process {} ({}): {} thread{}, {} busy", r.pid, r.name, r.threads.size(),
+                     r.threads.size() == 1 ? "" : "s", busy);
+  out += r.window_ns ? fmt::format(" (runnable >= 50% of a {} window)\n",
+                                   format_duration(static_cast<double>(r.window_ns)))
+                     : " (State R; no sampling window)\n";
+  out += fmt::format("  {:>8}  {:<16} {:<14} {}\n", "TID", "NAME", "POLICY", "BUSY");
+  for (const auto& t : r.threads)
+    out += fmt::format("  {:>8}  {:<16} {:<14} {}\n", t.tid, t.name, t.policy, t.busy ? "yes" : "");
+  out += "\n";
+  out += fmt::format("  {:<11} {:<8} {:<13} {:<16} {:<8} {:<20} {}\n", "SIGNAL", "HANDLER",
+                     "VERDICT", "CAN TAKE IT", "CHOSEN", "RECEIVER", "DEFAULT");
+  for (const auto& v : r.signals)
+    out += fmt::format("  {:<11} {:<8} {:<13} {:<16} {:<8} {:<20} {}\n", v.name, v.disposition,
+                       verdict_name(v.verdict), tids(v.can_take, 2),
+                       v.kernel_choice ? std::to_string(v.kernel_choice) : "-", receiver_text(v),
+                       v.default_action);
+  out += "\nWhy:\n";
+  bool explained = false;
+  for (const auto& v : r.signals) {
+    if (v.verdict == Verdict::default_action || v.verdict == Verdict::ignored) continue;
+    out += fmt::format("  {}: {}: {}.\n", v.name, verdict_name(v.verdict), v.reason);
+    explained = true;
+  }
+  if (!explained)
+    out +=
+        "  no signal has a handler, a signalfd or a sigwait receiver: each one listed is "
+        "ignored or takes its default action.\n";
+  if (!r.fdinfo_readable)
+    out +=
+        "  (signalfds unknown: /proc/PID/fdinfo needs ptrace-read access to this process; "
+        "run as its user or as root)\n";
+  out += "\nQueue: ";
+  out += r.queued >= 0 ? fmt::format(
+                             "SigQ {}/{} (queued signals of the process's user / its "
+                             "limit)",
+                             r.queued, r.queue_limit)
+                       : "SigQ unreadable";
+  out += r.rlimit_sigpending >= 0 ? fmt::format(", RLIMIT_SIGPENDING {}", r.rlimit_sigpending)
+                                  : ", RLIMIT_SIGPENDING unlimited";
+  out += fmt::format("; pending: shared {}", signal_list(r.shared_pending));
+  for (const auto& [tid, mask] : r.thread_pending)
+    out += fmt::format(", thread {} {}", tid, signal_list(mask));
+  out += "\n";
+  if (watch != nullptr) {
+    out += fmt::format(
+        "\nPending, sampled every {} for {} ({} samples; a signal pending between "
+        "two samples is not seen; durations are lower bounds):\n",
+        format_duration(static_cast<double>(watch->period_ns)),
+        format_duration(static_cast<double>(watch->duration_ns)), watch->watch.sample_count());
+    const auto entries = watch->watch.entries();
+    if (entries.empty()) out += "  nothing was pending at any sample\n";
+    for (const auto& e : entries)
+      out += fmt::format("  {:<11} {:<14} seen in {} samples, {} episode{}, longest >= {}{}\n",
+                         doorbell::signal_name(e.signal),
+                         e.tid ? fmt::format("thread {}", e.tid) : "shared", e.samples, e.episodes,
+                         e.episodes == 1 ? "" : "s",
+                         format_duration(static_cast<double>(e.longest_ns)),
+                         e.pending_now ? " (still pending)" : "");
+  }
+  out += "\nAdvice:\n";
+  for (const auto& line : r.advice) out += "  - " + line + "\n";
+  return out;
+}
+
+nlohmann::ordered_json render_json(const InspectReport& r, const WatchResult* watch) {
+  nlohmann::ordered_json j;
+  j["schema"] = "doorbell-inspect";
+  j["version"] = 1;
+  j["pid"] = r.pid;
+  j["name"] = r.name;
+  j["window_ns"] = r.window_ns;
+  j["fdinfo_readable"] = r.fdinfo_readable;
+  auto& threads = j["threads"] = nlohmann::ordered_json::array();
+  for (const auto& t : r.threads)
+    threads.push_back({{"tid", t.tid}, {"name", t.name}, {"policy", t.policy}, {"busy", t.busy}});
+  auto& signals = j["signals"] = nlohmann::ordered_json::array();
+  for (const auto& v : r.signals) {
+    signals.push_back({{"signal", v.signal},
+                       {"name", v.name},
+                       {"disposition", v.disposition},
+                       {"verdict", verdict_key(v.verdict)},
+                       {"default_action", v.default_action},
+                       {"can_take", v.can_take},
+                       {"kernel_choice", v.kernel_choice},
+                       {"signalfds", v.signalfds},
+                       {"sigwait_receiver", v.sigwait_receiver},
+                       {"risky_thread", v.risky_thread},
+                       {"busy_peers", v.busy_peers},
+                       {"reason", v.reason}});
+  }
+  auto& queue = j["queue"];
+  queue["queued"] = r.queued;
+  queue["limit"] = r.queue_limit;
+  queue["rlimit_sigpending"] = r.rlimit_sigpending;
+  std::vector<int> shared;
+  for (int s = 1; s <= 64; ++s)
+    if (mask_has(r.shared_pending, s)) shared.push_back(s);
+  queue["shared_pending"] = shared;
+  auto& per_thread = queue["thread_pending"] = nlohmann::ordered_json::array();
+  for (const auto& [tid, mask] : r.thread_pending) {
+    std::vector<int> list;
+    for (int s = 1; s <= 64; ++s)
+      if (mask_has(mask, s)) list.push_back(s);
+    per_thread.push_back({{"tid", tid}, {"signals", list}});
+  }
+  if (watch != nullptr) {
+    auto& w = j["watch"];
+    w["period_ns"] = watch->period_ns;
+    w["duration_ns"] = watch->duration_ns;
+    w["samples"] = watch->watch.sample_count();
+    auto& entries = w["pending"] = nlohmann::ordered_json::array();
+    for (const auto& e : watch->watch.entries())
+      entries.push_back({{"signal", e.signal},
+                         {"name", doorbell::signal_name(e.signal)},
+                         {"tid", e.tid},
+                         {"samples", e.samples},
+                         {"episodes", e.episodes},
+                         {"longest_ns_at_least", e.longest_ns},
+                         {"pending_now", e.pending_now}});
+  }
+  j["advice"] = r.advice;
+  return j;
+}
+
+}  // namespace doorbell::lab::inspect

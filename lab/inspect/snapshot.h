@@ -1,0 +1,137 @@
+// What `doorbell inspect` reads about a process, as plain structs, and the
+// functions that read it from /proc. Nothing here changes the target: every
+// read is of a /proc file, and a process the caller may not read gives a
+// clear error instead of a partial picture.
+//
+// Sources, per thread (list order of /proc/PID/task, which is the kernel's
+// thread list: the main thread first):
+//   task/TID/status     State, SigPnd, SigBlk, SigIgn, SigCgt, Cpus_allowed_list
+//   task/TID/stat       flags (PF_EXITING), nice, processor, rt_priority, policy
+//   task/TID/schedstat  time on a CPU and time waiting in a run queue (ns);
+//                       two reads `window` apart give how busy each thread is
+//   task/TID/syscall    the system call it sleeps in (needs ptrace-read access;
+//                       else task/TID/wchan, the kernel function it sleeps in)
+// and per process: status ShdPnd and SigQ, limits "Max pending signals",
+// fdinfo/* "sigmask:" of every signalfd.
+//
+// Masks are 64-bit words in /proc's layout: bit (n-1) is signal n.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace doorbell::lab::inspect {
+
+// The process does not exist, or exited while it was read.
+class ProcessGone : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The process exists but could not be read (permissions, unexpected format).
+class InspectError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline bool mask_has(std::uint64_t mask, int signo) noexcept {
+  return signo >= 1 && signo <= 64 && (mask >> (signo - 1)) & 1u;
+}
+inline std::uint64_t mask_of(int signo) noexcept {
+  return signo >= 1 && signo <= 64 ? std::uint64_t{1} << (signo - 1) : 0;
+}
+
+struct ThreadSnapshot {
+  pid_t tid = 0;
+  std::string name;           // comm
+  char state = '?';           // State: R, S, D, T, t, Z, X, I
+  bool exiting = false;       // PF_EXITING set: the kernel no longer picks it
+  std::uint64_t blocked = 0;  // SigBlk (a thread in sigtimedwait shows the waited set unblocked)
+  std::uint64_t ignored = 0;  // SigIgn (process-wide)
+  std::uint64_t caught = 0;   // SigCgt (process-wide)
+  std::uint64_t pending = 0;  // SigPnd: pending for this thread (thread-directed)
+  int policy = 0;             // SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE, ...
+  int rt_priority = 0;        // 1..99 for SCHED_FIFO/RR, else 0
+  int nice = 0;
+  int processor = -1;             // the CPU it last ran on
+  std::vector<int> cpus_allowed;  // sorted CPU numbers
+  std::string cpus_allowed_list;  // as /proc writes it ("0-1")
+  // The system call it is in ("rt_sigtimedwait", "epoll_wait", "nanosleep",
+  // "running" when on a CPU in user space), or the kernel function from
+  // wchan; empty when neither could be read.
+  std::string wait_site;
+  // Over the sampling window: share of wall time on a CPU, and waiting for
+  // a CPU in a run queue. Negative when not measured (one read only, or no
+  // schedstat).
+  double run_share = -1;
+  double wait_share = -1;
+  // Cumulative schedstat values at the read, for computing the shares.
+  std::uint64_t run_ns = 0;
+  std::uint64_t wait_ns = 0;
+  bool has_schedstat = false;
+
+  bool realtime() const noexcept;  // SCHED_FIFO or SCHED_RR
+  bool blocks(int signo) const noexcept { return mask_has(blocked, signo); }
+};
+
+struct SignalfdSnapshot {
+  int fd = -1;
+  std::uint64_t mask = 0;  // the signals it reads
+};
+
+struct ProcessSnapshot {
+  pid_t pid = 0;
+  std::string name;
+  std::vector<ThreadSnapshot> threads;  // list order; the main thread first when alive
+  std::uint64_t shared_pending = 0;     // ShdPnd: pending for the process
+  std::vector<SignalfdSnapshot> signalfds;
+  // False when /proc/PID/fdinfo could not be listed (another user's process
+  // without ptrace-read access): signalfds is then unknown, not empty.
+  bool fdinfo_readable = true;
+  // SigQ: signals queued for the process's real user (all of that user's
+  // processes) / the limit that applies; -1 when absent.
+  long queued = -1;
+  long queue_limit = -1;
+  long rlimit_sigpending = -1;  // soft "Max pending signals"; -1 unlimited or unreadable
+  std::uint64_t window_ns = 0;  // the sampling window of run/wait shares; 0: one read
+  int online_cpus = 0;
+
+  const ThreadSnapshot* main_thread() const noexcept;
+};
+
+// Reads the process once (no shares). Throws ProcessGone when it does not
+// exist or exits meanwhile, InspectError when it cannot be read.
+ProcessSnapshot read_process(pid_t pid);
+
+// Reads it twice, `window` apart, and fills run_share/wait_share from the
+// difference (threads that appeared in between have none).
+ProcessSnapshot sample_process(pid_t pid, std::chrono::nanoseconds window);
+
+// Pending signals only (ShdPnd and every thread's SigPnd), for --watch.
+struct PendingSnapshot {
+  std::uint64_t shared = 0;
+  std::vector<std::pair<pid_t, std::uint64_t>> threads;
+};
+PendingSnapshot read_pending(pid_t pid);
+
+// Parsers, exposed for the tests.
+std::uint64_t parse_mask(std::string_view hex);          // "0000000000000200" -> 1<<9
+std::vector<int> parse_cpu_list(std::string_view list);  // "0-2,5" -> {0,1,2,5}
+// Fills state, masks and Cpus_allowed_list from a task status file's text.
+void parse_task_status(std::string_view text, ThreadSnapshot& thread);
+// Fills exiting, nice, processor, rt_priority and policy from a stat line;
+// false when the line is not a stat line.
+bool parse_task_stat(std::string_view text, ThreadSnapshot& thread);
+// The soft "Max pending signals" of a limits file; -1 for unlimited or absent.
+long parse_limits_sigpending(std::string_view text);
+// The "sigmask:" of a signalfd's fdinfo; nullopt for any other kind of fd.
+std::optional<std::uint64_t> parse_signalfd_fdinfo(std::string_view text);
+
+}  // namespace doorbell::lab::inspect

@@ -1,0 +1,275 @@
+// The sched_switch measurement source of the partition scheduler
+// (window_trace.h).
+#include "lab/partition/window_trace.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "sys/tracefs.h"
+
+namespace doorbell::lab {
+
+namespace tracefs = sys::tracefs;
+
+namespace {
+
+constexpr tracefs::EventName kEvents[] = {{"sched", "sched_switch"},
+                                          {"sched", "sched_wakeup"},
+                                          {"sched", "sched_wakeup_new"},
+                                          {"sched", "sched_process_fork"},
+                                          {"sched", "sched_process_exit"}};
+
+struct Interval {
+  int64_t in = 0, out = 0;
+};
+
+}  // namespace
+
+TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vector<pid_t>& pids,
+                                partition::RunReport& report) {
+  std::stable_sort(events.begin(), events.end(),
+                   [](const SchedEvent& x, const SchedEvent& y) { return x.ts_ns < y.ts_ns; });
+  std::unordered_map<pid_t, std::size_t> owner;
+  for (std::size_t i = 0; i < pids.size(); ++i) owner[pids[i]] = i;
+  struct Cpu {
+    bool known = false;  // a switch was seen on this CPU
+    pid_t current = 0;   // the task switched in last (0: idle)
+    long part = -1;      // its partition, -1: none
+    int64_t since = 0;
+    pid_t woken = -1;  // a partition task woken while this CPU was idle
+    long woken_part = -1;
+    int64_t woken_at = 0;
+  };
+  std::unordered_map<int, Cpu> cpus;
+  std::vector<std::vector<Interval>> intervals(pids.size());
+  std::vector<std::vector<bool>> from_wakeup(pids.size());
+  int64_t last_ts = 0;
+  for (const SchedEvent& e : events) {
+    const auto ts = static_cast<int64_t>(e.ts_ns);
+    last_ts = std::max(last_ts, ts);
+    switch (e.kind) {
+      case SchedEvent::fork:
+        if (auto it = owner.find(e.a); it != owner.end()) owner[e.b] = it->second;
+        break;
+      case SchedEvent::exit:
+        owner.erase(e.a);
+        break;
+      case SchedEvent::wakeup: {
+        const auto it = owner.find(e.a);
+        if (it == owner.end()) break;
+        Cpu& c = cpus[static_cast<int>(e.b)];
+        if (!c.known || c.current == 0) {
+          c.woken = e.a;
+          c.woken_part = static_cast<long>(it->second);
+          c.woken_at = ts;
+        }
+        break;
+      }
+      case SchedEvent::switch_: {
+        Cpu& c = cpus[e.cpu];
+        if (c.known && c.part >= 0 && c.current == e.a) {
+          intervals[c.part].push_back({c.since, ts});
+          from_wakeup[c.part].push_back(false);
+        } else if (c.woken == e.a && c.woken_part >= 0) {
+          // Its switch from idle was not emitted: it ran since its wake-up.
+          intervals[c.woken_part].push_back({c.woken_at, ts});
+          from_wakeup[c.woken_part].push_back(true);
+        }
+        c.known = true;
+        c.current = e.b;
+        const auto it = owner.find(e.b);
+        c.part = it == owner.end() ? -1 : static_cast<long>(it->second);
+        c.since = ts;
+        c.woken = -1;
+        c.woken_part = -1;
+        break;
+      }
+    }
+  }
+  // Still on a CPU when the trace ended.
+  for (auto& [cpu, c] : cpus)
+    if (c.known && c.part >= 0) {
+      intervals[c.part].push_back({c.since, std::numeric_limits<int64_t>::max()});
+      from_wakeup[c.part].push_back(false);
+    }
+
+  TraceFigures figures;
+  for (partition::WindowRecord& w : report.windows) {
+    if (w.partition >= intervals.size()) continue;
+    const auto& list = intervals[w.partition];
+    if (w.resume_requested_ns > 0) {
+      const int64_t until =
+          w.suspend_requested_ns > 0 ? w.suspend_requested_ns : std::numeric_limits<int64_t>::max();
+      int64_t first = 0;
+      bool wake = false;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const Interval& r = list[i];
+        if (r.out <= w.resume_requested_ns || r.in >= until) continue;
+        const int64_t at = std::max(r.in, w.resume_requested_ns);
+        if (first == 0 || at < first) {
+          first = at;
+          wake = from_wakeup[w.partition][i];
+        }
+      }
+      w.first_run_ns = first;
+      if (first) {
+        ++figures.first_runs;
+        figures.first_runs_from_wakeup += wake;
+      }
+    }
+    if (w.stopped_ns > 0) {
+      int64_t cpu = 0;
+      for (const Interval& r : list) {
+        const int64_t in = std::max(r.in, w.nominal_end_ns);
+        const int64_t out = std::min(r.out, w.stopped_ns);
+        if (out > in) cpu += out - in;
+      }
+      w.cpu_after_end_ns = cpu;
+      ++figures.cpu_after_end;
+    } else {
+      w.cpu_after_end_ns = -1;
+    }
+  }
+  (void)last_ts;
+  return figures;
+}
+
+struct SchedSwitchWindows::Session {
+  std::optional<tracefs::EventFormats> formats;
+  std::optional<tracefs::Instance> instance;
+  int switch_id = -1, wakeup_id = -1, wakeup_new_id = -1, fork_id = -1, exit_id = -1;
+  std::vector<SchedEvent> events;
+  std::thread reader;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stop = false;
+
+  void drain() {
+    instance->read(*formats, [this](const tracefs::RawEvent& raw) {
+      SchedEvent e;
+      e.ts_ns = raw.ts_ns;
+      e.cpu = raw.cpu;
+      auto number = [&raw](const char* field) {
+        return static_cast<pid_t>(raw.number(field).value_or(0));
+      };
+      if (raw.id == switch_id) {
+        e.kind = SchedEvent::switch_;
+        e.a = number("prev_pid");
+        e.b = number("next_pid");
+      } else if (raw.id == wakeup_id || raw.id == wakeup_new_id) {
+        e.kind = SchedEvent::wakeup;
+        e.a = number("pid");
+        e.b = number("target_cpu");
+      } else if (raw.id == fork_id) {
+        e.kind = SchedEvent::fork;
+        e.a = number("parent_pid");
+        e.b = number("child_pid");
+      } else if (raw.id == exit_id) {
+        e.kind = SchedEvent::exit;
+        e.a = number("pid");
+      } else {
+        return;
+      }
+      events.push_back(e);
+    });
+  }
+};
+
+SchedSwitchWindows::SchedSwitchWindows() = default;
+
+SchedSwitchWindows::~SchedSwitchWindows() {
+  if (session_ && session_->reader.joinable()) {
+    {
+      std::lock_guard lock(session_->mutex);
+      session_->stop = true;
+    }
+    session_->wake.notify_all();
+    session_->reader.join();
+  }
+}
+
+bool SchedSwitchWindows::available(std::string* why_not) {
+  if (::geteuid() != 0) {
+    if (why_not) *why_not = "the sched_switch tracepoint needs root";
+    return false;
+  }
+  try {
+    (void)tracefs::tracing_dir();
+  } catch (const std::exception& e) {
+    if (why_not) *why_not = e.what();
+    return false;
+  }
+  return true;
+}
+
+void SchedSwitchWindows::partitions_started(const std::vector<pid_t>& pids) {
+  pids_ = pids;
+  auto s = std::make_unique<Session>();
+  s->formats.emplace(std::vector<tracefs::EventName>(std::begin(kEvents), std::end(kEvents)));
+  s->switch_id = s->formats->id("sched", "sched_switch");
+  s->wakeup_id = s->formats->id("sched", "sched_wakeup");
+  s->wakeup_new_id = s->formats->id("sched", "sched_wakeup_new");
+  s->fork_id = s->formats->id("sched", "sched_process_fork");
+  s->exit_id = s->formats->id("sched", "sched_process_exit");
+  if (s->switch_id < 0 || s->fork_id < 0)
+    throw tracefs::TracefsError("this kernel has no sched:sched_switch / sched_process_fork event");
+  s->instance.emplace("partition");
+  tracefs::Instance& instance = *s->instance;
+  instance.tracing_off();
+  instance.write("buffer_size_kb", "8192");
+  if (!instance.write("trace_clock", "mono"))
+    throw tracefs::TracefsError("trace_clock mono is not available");
+  for (const auto& ev : kEvents)
+    if (!instance.enable(ev.system, ev.event) && std::string(ev.event) == "sched_switch")
+      throw tracefs::TracefsError("could not enable sched:sched_switch");
+  instance.write("trace", "");
+  instance.tracing_on();
+  Session* raw = s.get();
+  s->reader = std::thread([raw] {
+    std::unique_lock lock(raw->mutex);
+    while (!raw->stop) {
+      raw->wake.wait_for(lock, std::chrono::milliseconds(50));
+      raw->drain();
+    }
+  });
+  session_ = std::move(s);
+}
+
+void SchedSwitchWindows::refine(partition::RunReport& report) {
+  if (!session_) return;
+  {
+    std::lock_guard lock(session_->mutex);
+    session_->stop = true;
+  }
+  session_->wake.notify_all();
+  session_->reader.join();
+  session_->instance->tracing_off();
+  session_->drain();
+  lost_ = session_->instance->overruns();
+  session_->instance->disable_all();
+  events_seen_ = session_->events.size();
+  if (lost_ > 0) {
+    report.warnings.push_back(
+        "sched_switch trace lost " + std::to_string(lost_) +
+        " events (buffer overrun): first run and CPU after end are from the CPU clock");
+    return;
+  }
+  figures_ = apply_sched_events(std::move(session_->events), pids_, report);
+  report.first_run = {"sched_switch", 1};
+  report.cpu_after_end = {"sched_switch", 1};
+  if (figures_.first_runs_from_wakeup > 0)
+    report.warnings.push_back(
+        std::to_string(figures_.first_runs_from_wakeup) +
+        " first runs were on a CPU whose switch from idle the kernel did not trace: taken "
+        "from the sched_wakeup before it (within a few microseconds of the run)");
+}
+
+}  // namespace doorbell::lab

@@ -1,0 +1,96 @@
+// Exact window figures for the partition scheduler from the kernel's
+// scheduler tracepoints: the lab's partition::WindowObserver.
+//
+// Why: the scheduler's own first-run and CPU-after-end figures come from the
+// partition's process CPU clock, which for another process advances only at
+// the scheduler tick (4 ms here): tick-granular. The kernel's sched_switch
+// events say to the nanosecond (trace_clock "mono" = CLOCK_MONOTONIC) when
+// each thread got and left a CPU.
+//
+// What is traced (a tracefs instance of its own, src/sys/tracefs.h, root):
+//   sched_switch                 run intervals of every thread, per CPU;
+//   sched_wakeup(_new)           where a thread woken on an idle CPU starts
+//                                running when the switch from idle is not
+//                                emitted (seen on this VM's CPU1,
+//                                shared/research/tracing-on-this-kind-of-machine.md);
+//   sched_process_fork / _exit   which threads (and child processes) belong
+//                                to a partition: every task forked by one of
+//                                its tasks, from the partition's pid on; a
+//                                TID that exits is forgotten (it may be
+//                                reused).
+// A reader thread drains the buffers every 50 ms; the events are kept
+// (24 bytes each) and matched with the windows in refine():
+//   first_run_ns      the first time, at or after resume_requested and
+//                     before suspend_requested, a thread of the partition
+//                     was on a CPU;
+//   cpu_after_end_ns  the CPU time all its threads got in
+//                     [nominal_end, stopped).
+// report.first_run and report.cpu_after_end then name "sched_switch" and
+// resolution_ns 1. If the kernel overwrote events before they were read the
+// figures would be wrong: refine() then leaves the clock-based figures in
+// place and adds a warning.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doorbell/partition.h"
+
+namespace doorbell::lab {
+
+// One scheduler event, as refine() needs it.
+struct SchedEvent {
+  enum Kind : uint8_t { switch_, wakeup, fork, exit };
+  uint64_t ts_ns = 0;
+  int32_t cpu = -1;
+  Kind kind = switch_;
+  pid_t a = 0;  // switch: prev_pid; wakeup: woken pid; fork: parent; exit: pid
+  pid_t b = 0;  // switch: next_pid; wakeup: target_cpu; fork: child
+};
+
+struct TraceFigures {
+  std::size_t first_runs = 0;              // windows given a first run
+  std::size_t first_runs_from_wakeup = 0;  // of those, started from idle without a switch event
+  std::size_t cpu_after_end = 0;           // windows given a CPU-after-end figure
+};
+
+// Matches events (any order) with the windows of `report`: sets first_run_ns
+// and cpu_after_end_ns of every window from the tasks of partition i, which
+// start as pids[i] and grow by fork. Pure: tested on known inputs.
+TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vector<pid_t>& pids,
+                                partition::RunReport& report);
+
+class SchedSwitchWindows final : public partition::WindowObserver {
+ public:
+  // The tracing session is made by partitions_started(); nothing here.
+  SchedSwitchWindows();
+  ~SchedSwitchWindows() override;
+  SchedSwitchWindows(const SchedSwitchWindows&) = delete;
+  SchedSwitchWindows& operator=(const SchedSwitchWindows&) = delete;
+
+  // Whether tracing can work here (root, tracefs, the sched events);
+  // why_not says why not. Cheap after the first call.
+  static bool available(std::string* why_not);
+
+  // Throws sys::tracefs::TracefsError when tracing is not possible.
+  void partitions_started(const std::vector<pid_t>& pids) override;
+  void refine(partition::RunReport& report) override;
+
+  std::size_t events() const noexcept { return events_seen_; }
+  long long lost() const noexcept { return lost_; }
+  const TraceFigures& figures() const noexcept { return figures_; }
+
+ private:
+  struct Session;
+  std::unique_ptr<Session> session_;
+  std::vector<pid_t> pids_;
+  std::size_t events_seen_ = 0;
+  long long lost_ = 0;
+  TraceFigures figures_;
+};
+
+}  // namespace doorbell::lab

@@ -1,0 +1,10 @@
+# The replay tests link the fuzz targets (tests/fuzz/CMakeLists.txt).
+if(TARGET fuzz_replay_test)
+  target_link_libraries(fuzz_replay_test PRIVATE doorbell_fuzz_targets)
+endif()
+if(TARGET fuzz_cli_replay_test)
+  target_link_libraries(fuzz_cli_replay_test PRIVATE doorbell_fuzz_targets)
+  if(TARGET doorbell_cli)
+    add_dependencies(fuzz_cli_replay_test doorbell_cli)
+  endif()
+endif()

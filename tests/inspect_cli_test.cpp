@@ -1,0 +1,301 @@
+// doorbell inspect against processes whose answer is known. Each target is
+// this test forked before it has any thread: the child sets up its signal
+// state and threads, says "ready" through a pipe and waits to be killed;
+// the test always kills (SIGKILL) and reaps it, and the child also dies with
+// the test (PR_SET_PDEATHSIG) and after 60 s (alarm).
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "doorbell/event_loop.h"
+#include "doorbell/signal_receiver.h"
+#include "tests/support/run_program.h"
+
+namespace {
+
+using doorbell::test::run_doorbell;
+
+// Spins until the process dies.
+void spin_forever() {
+  volatile unsigned long counter = 0;
+  for (;;) counter = counter + 1;
+}
+
+void start_busy_threads(int count) {
+  for (int i = 0; i < count; ++i) std::thread(spin_forever).detach();
+}
+
+// A forked target. setup() runs in the child and returns the byte to send
+// as "ready" ('R' ready, anything else: the set-up failed, the byte says
+// how); then the child waits (its main thread spins when main_busy).
+class Target {
+ public:
+  Target(std::function<char()> setup, bool main_busy) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) std::abort();
+    pid_ = ::fork();
+    if (pid_ < 0) std::abort();
+    if (pid_ == 0) {
+      ::close(fds[0]);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::alarm(60);
+      char ready = 'X';
+      try {
+        ready = setup();
+      } catch (...) {
+      }
+      if (::write(fds[1], &ready, 1) != 1) ::_exit(1);
+      if (main_busy) spin_forever();
+      for (;;) ::pause();
+    }
+    ::close(fds[1]);
+    ssize_t n;
+    do n = ::read(fds[0], &ready_, 1);
+    while (n < 0 && errno == EINTR);
+    ::close(fds[0]);
+    if (n != 1) ready_ = '?';
+  }
+  ~Target() { end(); }
+  Target(const Target&) = delete;
+  Target& operator=(const Target&) = delete;
+
+  pid_t pid() const { return pid_; }
+  char ready() const { return ready_; }
+  void end() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  char ready_ = '?';
+};
+
+nlohmann::json inspect_json(pid_t pid) {
+  const auto result = run_doorbell({"inspect", std::to_string(pid), "--json"});
+  EXPECT_TRUE(result.success()) << result.describe();
+  return nlohmann::json::parse(result.out);
+}
+
+nlohmann::json signal_entry(const nlohmann::json& report, int signo) {
+  for (const auto& s : report["signals"])
+    if (s["signal"] == signo) return s;
+  ADD_FAILURE() << "signal " << signo << " missing from " << report.dump(2);
+  return {};
+}
+
+bool set_fifo(int priority) {
+  sched_param param{};
+  param.sched_priority = priority;
+  return pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
+}
+
+extern "C" void ignore_signal(int) {}
+
+// A stock multi-threaded process: a SIGUSR1 handler, the main thread and
+// three more threads busy at SCHED_OTHER.
+TEST(InspectCli, StockBusyProcessIsAtRisk) {
+  Target target(
+      [] {
+        struct sigaction sa {};
+        sa.sa_handler = ignore_signal;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(SIGUSR1, &sa, nullptr);
+        start_busy_threads(3);
+        return 'R';
+      },
+      /*main_busy=*/true);
+  ASSERT_EQ(target.ready(), 'R');
+  const auto report = inspect_json(target.pid());
+  const auto usr1 = signal_entry(report, SIGUSR1);
+  EXPECT_EQ(usr1["verdict"], "at_risk") << usr1.dump(2);
+  EXPECT_EQ(usr1["disposition"], "handler");
+  EXPECT_EQ(usr1["kernel_choice"], target.pid()) << "the main thread does not block it";
+  EXPECT_EQ(usr1["can_take"].size(), 4u);
+  EXPECT_FALSE(usr1["busy_peers"].empty());
+
+  const auto text = run_doorbell({"inspect", std::to_string(target.pid())});
+  ASSERT_TRUE(text.success()) << text.describe();
+  EXPECT_NE(text.out.find("at risk"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("SignalReceiver"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("docs/delivery.md"), std::string::npos) << text.out;
+}
+
+// A doorbell::SignalReceiver at SCHED_FIFO; every other thread blocks the
+// signal, two of them busy.
+TEST(InspectCli, FifoSignalReceiverIsBounded) {
+  Target target(
+      [] {
+        doorbell::block_signals_in_this_thread({SIGUSR1});
+        start_busy_threads(2);
+        doorbell::SignalReceiver::Options options;
+        options.fifo_priority = 10;
+        options.warn_on_stderr = false;
+        auto* receiver = new doorbell::SignalReceiver(
+            {SIGUSR1}, [](const siginfo_t&) {}, options);
+        return receiver->placement().fifo ? 'R' : 'F';
+      },
+      /*main_busy=*/false);
+  if (target.ready() == 'F') GTEST_SKIP() << "SCHED_FIFO not permitted here";
+  ASSERT_EQ(target.ready(), 'R');
+  const auto usr1 = signal_entry(inspect_json(target.pid()), SIGUSR1);
+  EXPECT_EQ(usr1["verdict"], "bounded") << usr1.dump(2);
+  ASSERT_EQ(usr1["can_take"].size(), 1u) << usr1.dump(2);
+  EXPECT_EQ(usr1["sigwait_receiver"], usr1["can_take"][0]);
+  EXPECT_EQ(usr1["kernel_choice"], usr1["can_take"][0]);
+}
+
+// A signalfd in an EventLoop whose thread runs at SCHED_FIFO. The main
+// thread blocks SIGUSR1 before any thread starts; the loop's thread
+// unblocks it; with `worker_unblocks` a busy worker unblocks it too.
+// Returns 'R', or 'F' when SCHED_FIFO is refused.
+char signalfd_loop_setup(bool worker_unblocks) {
+  doorbell::block_signals_in_this_thread({SIGUSR1});
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  const int fd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) return 'S';
+  start_busy_threads(1);
+  if (worker_unblocks) {
+    std::thread([set] {
+      pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+      spin_forever();
+    }).detach();
+  }
+  std::atomic<char> placed{0};
+  std::thread([fd, set, &placed] {
+    const bool fifo = set_fifo(10);
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    doorbell::EventLoop loop;
+    loop.add(fd, doorbell::EventLoop::kReadable, [fd](uint32_t) {
+      signalfd_siginfo info;
+      while (::read(fd, &info, sizeof info) == sizeof info) {
+      }
+    });
+    placed.store(fifo ? 'R' : 'F');
+    loop.run();
+  }).detach();
+  while (placed.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Let the loop's thread reach epoll_wait.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return placed.load();
+}
+
+TEST(InspectCli, SignalfdLoopThreadAloneUnblockingIsBounded) {
+  Target target([] { return signalfd_loop_setup(false); }, /*main_busy=*/false);
+  if (target.ready() == 'F') GTEST_SKIP() << "SCHED_FIFO not permitted here";
+  ASSERT_EQ(target.ready(), 'R');
+  const auto usr1 = signal_entry(inspect_json(target.pid()), SIGUSR1);
+  EXPECT_EQ(usr1["verdict"], "bounded") << usr1.dump(2);
+  EXPECT_EQ(usr1["can_take"].size(), 1u) << usr1.dump(2);
+  EXPECT_EQ(usr1["signalfds"].size(), 1u) << usr1.dump(2);
+}
+
+TEST(InspectCli, SignalfdLoopWithBusyWorkerUnblockingIsAtRisk) {
+  Target target([] { return signalfd_loop_setup(true); }, /*main_busy=*/false);
+  if (target.ready() == 'F') GTEST_SKIP() << "SCHED_FIFO not permitted here";
+  ASSERT_EQ(target.ready(), 'R');
+  const auto usr1 = signal_entry(inspect_json(target.pid()), SIGUSR1);
+  EXPECT_EQ(usr1["verdict"], "at_risk") << usr1.dump(2);
+  EXPECT_EQ(usr1["can_take"].size(), 2u) << usr1.dump(2);
+  EXPECT_EQ(usr1["signalfds"].size(), 1u) << usr1.dump(2);
+}
+
+// A process that ignores the signal (busy threads or not, it is discarded).
+TEST(InspectCli, IgnoredSignal) {
+  Target target(
+      [] {
+        ::signal(SIGUSR1, SIG_IGN);
+        start_busy_threads(1);
+        return 'R';
+      },
+      /*main_busy=*/false);
+  ASSERT_EQ(target.ready(), 'R');
+  const auto report = inspect_json(target.pid());
+  const auto usr1 = signal_entry(report, SIGUSR1);
+  EXPECT_EQ(usr1["verdict"], "ignored") << usr1.dump(2);
+  EXPECT_EQ(usr1["disposition"], "ignored");
+  const auto term = signal_entry(report, SIGTERM);
+  EXPECT_EQ(term["verdict"], "default");
+  EXPECT_EQ(term["default_action"], "terminate");
+}
+
+// --watch sees a signal that stays pending and says its sampling period.
+TEST(InspectCli, WatchReportsPendingSignalAndPeriod) {
+  Target target(
+      [] {
+        doorbell::block_signals_in_this_thread({SIGUSR2});
+        ::kill(::getpid(), SIGUSR2);  // stays pending: blocked, nobody waits
+        return 'R';
+      },
+      /*main_busy=*/false);
+  ASSERT_EQ(target.ready(), 'R');
+  const auto result = run_doorbell(
+      {"inspect", std::to_string(target.pid()), "--watch", "0.3", "--period-ms", "20"});
+  ASSERT_TRUE(result.success()) << result.describe();
+  EXPECT_NE(result.out.find("sampled every 20.0 ms"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("SIGUSR2     shared"), std::string::npos) << result.out;
+  const auto json = inspect_json(target.pid());
+  EXPECT_EQ(json["queue"]["shared_pending"], nlohmann::json::array({SIGUSR2}));
+  EXPECT_EQ(signal_entry(json, SIGUSR2)["verdict"], "stays_pending");
+}
+
+TEST(InspectCli, MissingProcessIsAClearError) {
+  Target target([] { return 'R'; }, false);
+  const pid_t pid = target.pid();
+  target.end();  // killed and reaped: the id is free
+  const auto result = run_doorbell({"inspect", std::to_string(pid)});
+  EXPECT_EQ(result.exit_code(), 1) << result.describe();
+  EXPECT_NE(result.err.find("does not exist"), std::string::npos) << result.err;
+}
+
+// The target exits (killed and reaped) while --watch samples it.
+TEST(InspectCli, ProcessExitingDuringWatchIsAClearError) {
+  Target target([] { return 'R'; }, false);
+  ASSERT_EQ(target.ready(), 'R');
+  const pid_t pid = target.pid();
+  std::thread killer([&target] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    target.end();
+  });
+  const auto result = run_doorbell({"inspect", std::to_string(pid), "--watch", "30"});
+  killer.join();
+  EXPECT_EQ(result.exit_code(), 1) << result.describe();
+  EXPECT_NE(result.err.find("exited during --watch"), std::string::npos) << result.err;
+  EXPECT_TRUE(result.out.empty()) << "no half report on stdout: " << result.out;
+}
+
+TEST(InspectCli, BadFlagsExitNonZero) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"inspect"},
+                                             {"inspect", "abc"},
+                                             {"inspect", "0"},
+                                             {"inspect", "1", "--watch", "-3"},
+                                             {"inspect", "1", "--bogus"},
+                                             {"inspect", "1", "--period-ms", "0"}}) {
+    const auto result = run_doorbell(args);
+    EXPECT_EQ(result.exit_code(), 2) << args.back() << ": " << result.describe();
+    EXPECT_FALSE(result.err.empty());
+  }
+}
+
+}  // namespace
