@@ -78,6 +78,15 @@ TEST(E2eLab, EverySignalAccountedForAndNothingLeftBehind) {
     EXPECT_EQ(s["metrics"]["e2e"]["count"].get<double>(), handled);
     EXPECT_EQ(s["metrics"]["send"]["count"].get<double>(), handled);
     EXPECT_TRUE(s["metrics"].contains("delay"));
+    // send + delay, the quantity that compares policies, for every policy
+    // and every handled signal (every-thread's delay alone is 0 by the
+    // split's definition: its wait is in send).
+    ASSERT_TRUE(s["metrics"].contains("send_delay")) << s["name"];
+    EXPECT_EQ(s["primary_metric"], "send_delay");
+    if (s["metrics"].contains("recv"))
+      EXPECT_EQ(s["metrics"]["send_delay"]["count"], s["metrics"]["recv"]["count"]);
+    EXPECT_GE(s["metrics"]["send_delay"]["p50"].get<double>(),
+              s["metrics"]["send"]["min"].get<double>());
     if (geteuid() == 0) {
       // As root the lab has the kernel's tracepoints (tracefs is mounted
       // privately when absent): the split must include the traced 'recv'.

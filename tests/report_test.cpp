@@ -18,6 +18,7 @@
 
 #ifndef DOORBELL_NO_CLI
 #include "lab/harness/results_reader.h"
+#include "lab/report/compare.h"
 #include "lab/report/guide.h"
 #include "lab/report/html.h"
 #include "tests/support/run_program.h"
@@ -216,6 +217,82 @@ TEST(Report, AStuckGnuplotTimesOut) {
   ASSERT_FALSE(summary.failed_plots.empty());
   for (const auto& f : summary.failed_plots)
     EXPECT_NE(f.find("did not finish within 100 ms"), std::string::npos) << f;
+}
+
+// Two machines that differ in the cost of a kernel entry: a KVM guest with
+// PTI on (1.02 µs a syscall) and one not affected (195 ns).
+doorbell::lab::ResultsFile machine(const std::string& pti, double syscall_ns, double signal_ns) {
+  const std::string text = R"({"schema": "doorbell-results", "schema_version": 1,
+    "environment": {"hypervisor": "KVM", "pti": ")" +
+                           pti + R"(", "syscall_ns": )" + std::to_string(syscall_ns) +
+                           R"(, "machine_summary": "KVM guest, PTI )" + pti + R"("},
+    "scenarios": [
+      {"name": "ladder/syscall_getpid", "metrics": {"latency": {"p50": )" +
+                           std::to_string(syscall_ns) + R"(}}},
+      {"name": "ladder/signal_kill_handler", "metrics": {"latency": {"p50": )" +
+                           std::to_string(signal_ns) + R"(}}},
+      {"name": "ladder/atomic_store_load_seq_cst", "metrics": {"latency": {"p50": 2.0}}}],
+    "ratios": [{"name": "self-signal / atomic store+load", "numerator": "ladder/signal_kill_handler",
+                "denominator": "ladder/atomic_store_load_seq_cst", "statistic": "p50",
+                "available": false, "value": null, "why": "the denominator is 0: because"}]})";
+  return doorbell::lab::parse_results(text);
+}
+
+TEST(Report, ComparisonExplainsTheMachinesInOneLine) {
+  const auto a = machine("on", 1020, 3500);
+  const auto b = machine("not affected", 195, 700);
+  const std::string line = doorbell::report::explain_machines({"A", &a}, {"B", &b});
+  EXPECT_EQ(line.rfind("B's kernel entry is 5.23x cheaper (syscall 195 ns vs 1.02 µs: KVM/PTI "
+                       "not affected vs KVM/PTI on): syscall- and signal-bound rows differ by "
+                       "that, atomics do not",
+                       0),
+            0u)
+      << line;
+  EXPECT_NE(line.find("(here: syscall row A 5.23x slower, signal row A 5x slower, atomic row about "
+                      "equal)"),
+            std::string::npos)
+      << line;
+  // About the same cost: said so; a file without syscall_ns: said so.
+  const auto a2 = machine("on", 1000, 3500);
+  EXPECT_NE(doorbell::report::explain_machines({"A", &a}, {"C", &a2}).find("about the same cost"),
+            std::string::npos);
+  doorbell::lab::ResultsFile old = a;
+  old.environment.clear();
+  EXPECT_NE(doorbell::report::explain_machines({"old", &old}, {"B", &b})
+                .find("old does not record the cost of a kernel entry"),
+            std::string::npos);
+
+  fs::path dir = work_dir("machines");
+  doorbell::report::ReportOptions options;
+  options.gnuplot = "/nonexistent/gnuplot";
+  options.labels = {"A", "B"};
+  doorbell::report::write_html_report({a, b}, (dir / "c.html").string(), options);
+  const std::string html = read(dir / "c.html");
+  const auto first_table = html.find("<table");
+  const auto explained = html.find("B's kernel entry is 5.23x cheaper");
+  ASSERT_NE(explained, std::string::npos) << html.substr(0, 3000);
+  EXPECT_LT(explained, first_table);
+  // A ratio not computed says why, never a bare n/a.
+  EXPECT_NE(html.find("not computed: the denominator is 0: because"), std::string::npos);
+}
+
+TEST(Report, SingleReportOpensWithTheMachineAndTheSummary) {
+  const auto a = machine("on", 1020, 3500);
+  fs::path dir = work_dir("first_screen");
+  doorbell::report::ReportOptions options;
+  options.gnuplot = "/nonexistent/gnuplot";
+  doorbell::report::write_html_report({a}, (dir / "r.html").string(), options);
+  const std::string html = read(dir / "r.html");
+  const auto first_table = html.find("<table");
+  const auto machine_line = html.find("<b>machine</b>: KVM guest, PTI on");
+  const auto summary = html.find("<b>On this machine</b>");
+  ASSERT_NE(machine_line, std::string::npos) << html.substr(0, 3000);
+  ASSERT_NE(summary, std::string::npos) << html.substr(0, 3000);
+  EXPECT_LT(machine_line, first_table);
+  EXPECT_LT(summary, first_table);
+  EXPECT_NE(html.find("1750x an atomic store+load and 3.43x a syscall"), std::string::npos)
+      << html.substr(summary, 2000);
+  EXPECT_NE(html.find("cheapest cross-thread wake-up</b>: not measured"), std::string::npos);
 }
 
 TEST(Report, RejectsNoRunsAndMoreThanTwo) {

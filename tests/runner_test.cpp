@@ -154,6 +154,79 @@ TEST(Runner, RatiosUseTheNamedStatistic) {
   EXPECT_NEAR(r.versus_reference, r.value / 2.0, 1e-12);
 }
 
+// A ratio that cannot be computed says why, in the result, the JSON (a "why"
+// beside the null value) and the table; never a bare n/a.
+ScenarioResult result_of(const Scenario& scenario,
+                         std::vector<std::pair<std::string, double>> samples) {
+  ScenarioResult r;
+  r.scenario = &scenario;
+  r.repetitions = 1;
+  for (const auto& [name, value] : samples) {
+    MetricResult m;
+    m.name = name;
+    m.merged.record(value);
+    m.summary = summarize(m.merged);
+    r.metrics.push_back(std::move(m));
+  }
+  return r;
+}
+
+TEST(Runner, RatioWithZeroOrMissingDenominatorSaysWhy) {
+  const Scenario known{.name = "ratiotest/known", .group = "ratiotest"};
+  const Scenario zero{.name = "ratiotest/zero", .group = "ratiotest"};
+  const Scenario skips{.name = "test/skips", .group = "ratiotest"};
+  RunResults results;
+  results.scenarios.push_back(result_of(known, {{"latency", 5.0}, {"other", 6.0}}));
+  results.scenarios.push_back(result_of(zero, {{"latency", 0.0}, {"other", 3.0}}));
+  results.scenarios.push_back(result_of(skips, {}));
+  results.scenarios.back().status = ScenarioResult::Status::skipped;
+  results.scenarios.back().reason = "no such hardware";
+  const std::vector<Ratio> ratios = {
+      {.name = "known / zero",
+       .numerator = "ratiotest/known",
+       .denominator = "ratiotest/zero",
+       .zero_denominator = "the wait moved into the send"},
+      {.name = "known / zero, generic",
+       .numerator = "ratiotest/known",
+       .denominator = "ratiotest/zero"},
+      {.name = "known / skips", .numerator = "ratiotest/known", .denominator = "test/skips"},
+      {.name = "known / zero's other",
+       .numerator = "ratiotest/known",
+       .denominator = "ratiotest/zero",
+       .metric = "other"},
+      {.name = "known / not selected",
+       .numerator = "ratiotest/known",
+       .denominator = "ratiotest/absent"}};
+  results.ratios = compute_ratios(results.scenarios, ratios);
+  ASSERT_EQ(results.ratios.size(), 4u);  // the unselected one is left out
+  EXPECT_FALSE(results.ratios[0].available);
+  EXPECT_NE(results.ratios[0].why.find("p50 of 'latency' of ratiotest/zero) is 0"),
+            std::string::npos)
+      << results.ratios[0].why;
+  EXPECT_NE(results.ratios[0].why.find("the wait moved into the send"), std::string::npos);
+  EXPECT_FALSE(results.ratios[1].available);
+  EXPECT_NE(results.ratios[1].why.find("is 0: "), std::string::npos) << results.ratios[1].why;
+  EXPECT_FALSE(results.ratios[2].available);
+  EXPECT_NE(results.ratios[2].why.find("test/skips was skipped: no such hardware"),
+            std::string::npos)
+      << results.ratios[2].why;
+  ASSERT_TRUE(results.ratios[3].available) << results.ratios[3].why;
+  EXPECT_DOUBLE_EQ(results.ratios[3].value, 2.0);
+  EXPECT_TRUE(results.ratios[3].why.empty());
+
+  const nlohmann::json j = to_json(results, "9.9");
+  EXPECT_TRUE(j["ratios"][0]["value"].is_null());
+  EXPECT_EQ(j["ratios"][0]["why"], results.ratios[0].why);
+  EXPECT_FALSE(j["ratios"][3].contains("why"));
+  EXPECT_EQ(j["ratios"][3]["metric"], "other");
+
+  std::ostringstream out;
+  print_table(results, out);
+  EXPECT_NE(out.str().find("not computed: " + results.ratios[0].why), std::string::npos)
+      << out.str();
+  EXPECT_EQ(out.str().find("n/a"), std::string::npos) << out.str();
+}
+
 TEST(Results, JsonCarriesSchemaEnvironmentAndEveryScenario) {
   auto options = options_for({"test/*"}, 2);
   options.suite = "full";

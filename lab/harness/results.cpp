@@ -1,5 +1,8 @@
 #include "lab/harness/results.h"
 
+#include "lab/harness/results_reader.h"
+#include "lab/harness/summary.h"
+
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -138,6 +141,8 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
             {"available", r.available},
             {"meaning", r.ratio->meaning}};
     rj["value"] = r.available ? json(r.value) : json(nullptr);
+    if (!r.available) rj["why"] = r.why;  // the reason beside the null value
+    if (!r.ratio->metric.empty()) rj["metric"] = r.ratio->metric;
     rj["reference"] = r.ratio->reference > 0 ? json(r.ratio->reference) : json(nullptr);
     rj["reference_source"] = r.ratio->reference_source;
     rj["versus_reference"] =
@@ -154,8 +159,11 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
             {"value_ns", f.value_ns},
             {"statistic", f.statistic},
             {"source", f.source}};
-    const MetricResult* m = ours->primary();
-    fj["ours_ns"] = m ? json(statistic(m->summary, f.statistic)) : json(nullptr);
+    if (!f.metric.empty()) fj["metric"] = f.metric;
+    const MetricResult* m = reference_metric(*ours, f);
+    const bool measured = m != nullptr && m->summary.count > 0;
+    fj["ours_ns"] = measured ? json(statistic(m->summary, f.statistic)) : json(nullptr);
+    if (!measured) fj["why"] = why_not_measured(*ours, f.metric);
     refs.push_back(fj);
   }
   j["references"] = refs;
@@ -234,6 +242,9 @@ void print_table(const RunResults& results, std::ostream& out) {
       e.monotonic_read_ns, e.min_signal_stack, e.build_type);
   out << "machine: " << e.machine_summary << " · load " << e.load_average << " → "
       << e.load_average_after << "\n";
+  // The first screen: what this run says, computed from the same figures
+  // the report reads (the results as a file would hold them).
+  out << "\n" << format_summary(summarize_run(results_from_json(to_json(results, "")))) << "\n";
   out << "Absolute times are for this machine only; the ratios are what travels. p50 spread = "
          "min/median/max of each repetition's p50.\n";
   std::string group;
@@ -275,28 +286,36 @@ void print_table(const RunResults& results, std::ostream& out) {
                        "published", "ours/pub", "source of the published figure");
     for (const auto& r : results.ratios) {
       const Ratio& ratio = *r.ratio;
-      const std::string ours = r.available ? format_ratio(r.value) : "n/a";
+      const std::string ours = r.available ? format_ratio(r.value) : "-";
       const std::string pub = ratio.reference > 0 ? format_ratio(ratio.reference) : "-";
       const std::string vs =
           r.available && ratio.reference > 0 ? fmt::format("{:.2f}", r.versus_reference) : "-";
       out << fmt::format("  {:<38} {:>10} {:>10} {:>8}  {}\n", ratio.name, ours, pub, vs,
                          ratio.reference_source.empty() ? "-" : ratio.reference_source);
+      if (!r.available) out << "      not computed: " << r.why << "\n";
       if (!ratio.meaning.empty()) out << "      " << ratio.meaning << "\n";
     }
   }
   bool header = false;
   for (const auto& f : all_references()) {
     const ScenarioResult* ours = results.find(f.scenario);
-    if (ours == nullptr || ours->primary() == nullptr) continue;
+    if (ours == nullptr) continue;  // not selected in this run
+    const MetricResult* m = reference_metric(*ours, f);
     if (!header) {
       out << fmt::format("\n{:<40} {:>10} {:>10}  {}\n", "published figures beside ours",
                          "published", "ours", "source");
       header = true;
     }
-    out << fmt::format("  {:<38} {:>10} {:>10}  {} ({} of {})\n", f.what,
+    if (m == nullptr || m->summary.count == 0) {
+      out << fmt::format("  {:<38} {:>10} {:>10}  {}\n      not measured: {}\n", f.what,
+                         format_duration(f.value_ns), "-", f.source,
+                         why_not_measured(*ours, f.metric));
+      continue;
+    }
+    out << fmt::format("  {:<38} {:>10} {:>10}  {} ({} of {} of {})\n", f.what,
                        format_duration(f.value_ns),
-                       format_duration(statistic(ours->primary()->summary, f.statistic)), f.source,
-                       f.statistic, f.scenario);
+                       format_duration(statistic(m->summary, f.statistic)), f.source, f.statistic,
+                       m->name, f.scenario);
   }
   out << fmt::format("\n{} scenarios in {:.1f} s\n", results.scenarios.size(), results.wall_s);
 }

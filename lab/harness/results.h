@@ -20,9 +20,11 @@
 //                        "raw": [...] (only where the scenario kept raw samples)}},
 //     "counters": {name: {"per_repetition": [...], "min", "median", "max"}},
 //     "notes": [...]}],
-//   "ratios": [{"name", "numerator", "denominator", "statistic", "value",
-//               "reference", "reference_source", "versus_reference", "meaning"}],
-//   "references": [{"scenario", "what", "value_ns", "statistic", "source", "ours_ns"}]
+//   "ratios": [{"name", "numerator", "denominator", "statistic", "available", "value",
+//               "why" (only when value is null: the reason), "metric" (only when not the
+//               primary), "reference", "reference_source", "versus_reference", "meaning"}],
+//   "references": [{"scenario", "what", "value_ns", "statistic", "source", "ours_ns",
+//                   "metric" (only when not the primary)}]
 // }
 #pragma once
 
@@ -49,8 +51,10 @@ void write_json(const RunResults& results, const std::string& doorbell_version,
 // repetitions; counters as one row each with metric "counter:<name>".
 void write_csv(const RunResults& results, const std::string& path);
 
-// The human table: one line per scenario's primary metric, grouped, then the
-// ratios beside their published figures, then the reference figures.
+// The human table: the machine and the "on this machine" summary
+// (summary.h) first, then one line per scenario's primary metric, grouped,
+// then the ratios beside their published figures (a ratio not computed says
+// why), then the reference figures.
 void print_table(const RunResults& results, std::ostream& out);
 
 }  // namespace doorbell::lab

@@ -262,6 +262,8 @@ RatioRecord read_ratio(const json& value, std::size_t index) {
   r.reference_source = f.text("reference_source");
   r.versus_reference = f.number("versus_reference");
   r.meaning = f.text("meaning");
+  r.why = f.text("why");
+  r.metric = f.text("metric");
   return r;
 }
 
@@ -274,6 +276,8 @@ ReferenceRecord read_reference(const json& value, std::size_t index) {
   r.source = f.text("source");
   r.value_ns = f.number("value_ns");
   r.ours_ns = f.number("ours_ns");
+  r.metric = f.text("metric");
+  r.why = f.text("why");
   return r;
 }
 

@@ -125,6 +125,8 @@ struct RatioRecord {
   std::string reference_source;
   double versus_reference = kNotMeasured;
   std::string meaning;
+  std::string why;     // when not available: why (written from this version on; may be empty)
+  std::string metric;  // the metric compared; empty: each scenario's primary one
 };
 
 // A published figure beside our scenario.
@@ -132,6 +134,8 @@ struct ReferenceRecord {
   std::string scenario, what, statistic, source;
   double value_ns = kNotMeasured;
   double ours_ns = kNotMeasured;  // our figure when the results were written
+  std::string metric;             // the metric ours is of; empty: the scenario's primary one
+  std::string why;                // when ours_ns is null: why (may be empty in older files)
 };
 
 // "options" of the run that wrote the file.

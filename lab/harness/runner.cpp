@@ -176,14 +176,27 @@ ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
 
 }  // namespace
 
-std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scenarios) {
+std::string why_not_measured(const ScenarioResult& s, const std::string& metric_name) {
+  const std::string name = s.scenario->name;
+  if (s.status == ScenarioResult::Status::skipped) return name + " was skipped: " + s.reason;
+  if (s.status == ScenarioResult::Status::failed) return name + " failed: " + s.reason;
+  const MetricResult* m = metric_name.empty() ? s.primary() : s.metric(metric_name);
+  if (m == nullptr || m->summary.count == 0)
+    return name + " recorded no '" +
+           (metric_name.empty() ? s.scenario->primary_metric : metric_name) + "' samples" +
+           (s.notes.empty() ? std::string() : " (its note: " + s.notes.front() + ")");
+  return {};
+}
+
+std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scenarios,
+                                        const std::vector<Ratio>& ratios) {
   auto find = [&](const std::string& name) -> const ScenarioResult* {
     for (const auto& s : scenarios)
       if (s.scenario != nullptr && s.scenario->name == name) return &s;
     return nullptr;
   };
   std::vector<RatioResult> out;
-  for (const Ratio& ratio : all_ratios()) {
+  for (const Ratio& ratio : ratios) {
     RatioResult r;
     r.ratio = &ratio;
     const ScenarioResult* num = find(ratio.numerator);
@@ -191,18 +204,39 @@ std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scena
     if (num == nullptr || den == nullptr) continue;  // not selected in this run
     const MetricResult* a = ratio.metric.empty() ? num->primary() : num->metric(ratio.metric);
     const MetricResult* b = ratio.metric.empty() ? den->primary() : den->metric(ratio.metric);
-    if (a != nullptr && b != nullptr) {
+    r.why = why_not_measured(*num, ratio.metric);
+    if (r.why.empty()) r.why = why_not_measured(*den, ratio.metric);
+    if (r.why.empty()) {
       const double x = statistic(a->summary, ratio.statistic);
       const double y = statistic(b->summary, ratio.statistic);
-      if (y > 0.0 && std::isfinite(x)) {
+      const std::string metric_name =
+          ratio.metric.empty() ? den->scenario->primary_metric : ratio.metric;
+      if (!std::isfinite(x) || !std::isfinite(y)) {
+        r.why = "no " + ratio.statistic + " of '" + metric_name + "' (not a number)";
+      } else if (y <= 0.0) {
+        r.why = "the denominator (" + ratio.statistic + " of '" + metric_name + "' of " +
+                den->scenario->name + ") is 0: " +
+                (ratio.zero_denominator.empty()
+                     ? std::string("below the clock's resolution, or nothing was waited for")
+                     : ratio.zero_denominator);
+      } else {
         r.available = true;
         r.value = x / y;
         if (ratio.reference > 0.0) r.versus_reference = r.value / ratio.reference;
       }
     }
-    out.push_back(r);
+    out.push_back(std::move(r));
   }
   return out;
+}
+
+std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scenarios) {
+  return compute_ratios(scenarios, all_ratios());
+}
+
+const MetricResult* reference_metric(const ScenarioResult& scenario,
+                                     const ReferenceFigure& figure) {
+  return figure.metric.empty() ? scenario.primary() : scenario.metric(figure.metric);
 }
 
 RunResults run_scenarios(const RunOptions& options, const std::vector<const Scenario*>& selected) {

@@ -55,10 +55,13 @@ struct ScenarioResult {
 
 struct RatioResult {
   const Ratio* ratio = nullptr;
-  bool available = false;  // both scenarios ran
+  bool available = false;  // both scenarios ran and the denominator is not zero
   double value = 0.0;
   // value / reference, when a reference exists
   double versus_reference = 0.0;
+  // When not available: why, in one line ("the denominator (p99 of 'delay'
+  // of ...) is 0: ..."); empty when available.
+  std::string why;
 };
 
 struct RunResults {
@@ -76,7 +79,21 @@ struct RunResults {
 RunResults run_scenarios(const RunOptions& options, const std::vector<const Scenario*>& selected);
 
 // Computes the registered ratios from the results (run_scenarios calls it).
+// A ratio is left out only when one of its scenarios was not selected; one
+// that cannot be computed is kept, unavailable, with its reason in `why`.
 std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scenarios);
+// The same for any list of ratios (what the tests use).
+std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scenarios,
+                                        const std::vector<Ratio>& ratios);
+
+// Why a scenario has no figure for a metric (empty: its primary one): "X was
+// skipped: ...", "X failed: ...", "X recorded no 'm' samples (its note:
+// ...)"; empty when it has one.
+std::string why_not_measured(const ScenarioResult& scenario, const std::string& metric = {});
+
+// The metric a reference figure compares with (its `metric`, else the
+// primary one); nullptr when the scenario did not record it.
+const MetricResult* reference_metric(const ScenarioResult& scenario, const ReferenceFigure& figure);
 
 Spread spread_of(std::vector<double> values);
 

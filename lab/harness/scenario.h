@@ -146,7 +146,14 @@ struct Registrar {
 };
 
 // A ratio the table prints: numerator / denominator of one statistic of two
-// scenarios' primary metric, beside a published figure where there is one.
+// scenarios' primary metric (or the named metric), beside a published figure
+// where there is one.
+//
+// A ratio that cannot be computed is never a bare "n/a": compute_ratios()
+// says why (a scenario skipped or failed, a metric not recorded, a
+// denominator of zero), and the table and the JSON carry that reason. A
+// ratio whose denominator can legitimately be zero says what a zero means in
+// zero_denominator (e.g. "the wait moved into the send").
 struct Ratio {
   std::string name;         // "signal / atomic"
   std::string numerator;    // scenario name
@@ -156,17 +163,22 @@ struct Ratio {
   double reference = 0.0;        // the published ratio; 0 when none
   std::string reference_source;  // where the published figure comes from, and its machine
   std::string meaning;           // one line: what the ratio tells
+  std::string zero_denominator;  // what a zero denominator means here; empty: a generic reason
 };
 void register_ratio(Ratio ratio);
 const std::vector<Ratio>& all_ratios();
 
 // A published absolute figure shown beside a scenario's own.
+// Ours is `statistic` of `metric` of `scenario` (metric empty: the
+// scenario's primary one): the metric must measure what the publication
+// measured, so that the row compares like with like.
 struct ReferenceFigure {
   std::string scenario;  // our comparable scenario
   std::string what;      // "self-signal kill+handler"
   double value_ns = 0.0;
   std::string statistic = "mean";
   std::string source;  // "seed 001, gcc:13 container on ARM64"
+  std::string metric;  // our comparable metric; empty: the scenario's primary one
 };
 void register_reference(ReferenceFigure figure);
 const std::vector<ReferenceFigure>& all_references();

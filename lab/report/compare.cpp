@@ -1,5 +1,7 @@
 #include "lab/report/compare.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -47,6 +49,84 @@ std::string comparison_table(const std::vector<std::string>& names,
          num_cell(mb ? lab::format_duration(b99) : "–") + change_cell(a99, b99) + "</tr>\n";
   }
   return h + "</table>\n";
+}
+
+namespace {
+
+double number_of(const std::string& text) {
+  if (text.empty()) return lab::kNotMeasured;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && std::isfinite(v) && v > 0 ? v : lab::kNotMeasured;
+}
+
+// "KVM/PTI on": what the environment block says about kernel entries.
+std::string entry_kind(const lab::ResultsFile& f) {
+  std::string hypervisor = f.environment_value("hypervisor");
+  if (hypervisor.empty()) hypervisor = f.environment_value("virtualization");
+  if (hypervisor.empty() || hypervisor == "none") hypervisor = "bare metal";
+  const std::string pti = f.environment_value("pti");
+  return hypervisor + "/PTI " + (pti.empty() ? "unknown" : pti);
+}
+
+// B/A of the p50 of one scenario's primary metric; NaN unless both ran.
+double row_change(const LabeledRun& a, const LabeledRun& b, const std::string& name) {
+  const lab::ScenarioRecord* x = a.find(name);
+  const lab::ScenarioRecord* y = b.find(name);
+  const lab::MetricRecord* mx = x && x->ok() ? x->primary() : nullptr;
+  const lab::MetricRecord* my = y && y->ok() ? y->primary() : nullptr;
+  if (!mx || !my || !(mx->summary.p50 > 0) || !(my->summary.p50 > 0)) return lab::kNotMeasured;
+  return my->summary.p50 / mx->summary.p50;
+}
+
+// B/A as which run is slower and by how much ("A 5.10x slower"), "about
+// equal" within 10%.
+std::string change_text(double b_over_a, const std::string& la, const std::string& lb) {
+  if (!std::isfinite(b_over_a)) return "not in both runs";
+  if (b_over_a < 1.1 && b_over_a > 1 / 1.1) return "about equal";
+  return b_over_a >= 1 ? lb + " " + lab::format_ratio(b_over_a) + " slower"
+                       : la + " " + lab::format_ratio(1 / b_over_a) + " slower";
+}
+
+}  // namespace
+
+std::string explain_machines(const LabeledRun& a, const LabeledRun& b) {
+  const lab::ResultsFile& fa = *a.results;
+  const lab::ResultsFile& fb = *b.results;
+  const double sa = number_of(fa.environment_value("syscall_ns"));
+  const double sb = number_of(fb.environment_value("syscall_ns"));
+  if (!std::isfinite(sa) || !std::isfinite(sb)) {
+    std::string which = !std::isfinite(sa) && !std::isfinite(sb)
+                            ? "Neither file records"
+                            : (!std::isfinite(sa) ? a.label : b.label) + " does not record";
+    return which +
+           " the cost of a kernel entry (syscall_ns, written by doorbell from 0.2 on): compare "
+           "ratios measured within each run, not absolute times";
+  }
+  std::string evidence;
+  const double sys = row_change(a, b, "ladder/syscall_getpid");
+  const double sig = row_change(a, b, "ladder/signal_kill_handler");
+  const double atom = row_change(a, b, "ladder/atomic_store_load_seq_cst");
+  if (std::isfinite(sys) || std::isfinite(sig) || std::isfinite(atom))
+    evidence = fmt::format(" (here: syscall row {}, signal row {}, atomic row {})",
+                           change_text(sys, a.label, b.label), change_text(sig, a.label, b.label),
+                           change_text(atom, a.label, b.label));
+  const double factor = sa > sb ? sa / sb : sb / sa;
+  const std::string cheaper = sa > sb ? b.label : a.label;
+  const std::string costs =
+      fmt::format("syscall {} vs {}: {} vs {}", lab::format_duration(sa > sb ? sb : sa),
+                  lab::format_duration(sa > sb ? sa : sb), entry_kind(sa > sb ? fb : fa),
+                  entry_kind(sa > sb ? fa : fb));
+  if (factor < 1.2)
+    return fmt::format(
+        "{} and {} enter the kernel at about the same cost ({} vs {}: {} vs {}): differences "
+        "between them come from the CPU, the clock or the load, not from kernel entries{}",
+        a.label, b.label, lab::format_duration(sa), lab::format_duration(sb), entry_kind(fa),
+        entry_kind(fb), evidence);
+  return fmt::format(
+      "{}'s kernel entry is {} cheaper ({}): syscall- and signal-bound rows differ by that, "
+      "atomics do not{}",
+      cheaper, lab::format_ratio(factor), costs, evidence);
 }
 
 }  // namespace doorbell::report

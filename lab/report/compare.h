@@ -20,4 +20,15 @@ std::vector<std::string> run_labels(const std::vector<std::string>& files);
 std::string comparison_table(const std::vector<std::string>& names,
                              const std::vector<LabeledRun>& runs);
 
+// One line (plain text) that explains what separates the two machines, from
+// their environment blocks (syscall_ns, hypervisor, pti) and, where both ran
+// them, the ladder's signal, syscall and atomic rows:
+//   "B's kernel entry is 5.2x cheaper (syscall 195 ns vs 1.02 µs: KVM/PTI on
+//    vs KVM/PTI not affected): syscall- and signal-bound rows differ by that,
+//    atomics do not (here: syscall row 5.1x, signal row 4.8x, atomic row
+//    1.05x)"
+// Within 20% it says the kernel entry costs the same; a file without a
+// syscall cost (written before it was recorded) is named as such.
+std::string explain_machines(const LabeledRun& a, const LabeledRun& b);
+
 }  // namespace doorbell::report

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/common/format.h"
+#include "lab/harness/summary.h"
 #include "lab/report/cells.h"
 #include "lab/report/compare.h"
 #include "lab/report/plots.h"
@@ -53,6 +54,7 @@ std::string base64(const std::string& in) {
 }
 
 const char* kStyle = R"(
+.summary{background:#f4f7fb;border:1px solid #cdd8e6;padding:.4em 1em;margin:.8em 0}.machine{margin:.3em 0}
 body{font-family:sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
@@ -176,9 +178,17 @@ std::string ratios_section(const std::vector<LabeledRun>& runs) {
          escape_html(any->statistic) + "</td>";
     std::vector<double> values;
     for (std::size_t r = 0; r < runs.size(); ++r) {
-      double v = found[i][r] ? found[i][r]->value : lab::kNotMeasured;
+      const lab::RatioRecord* rec = found[i][r];
+      double v = rec ? rec->value : lab::kNotMeasured;
       values.push_back(v);
-      h += num_cell(format_ratio(v));
+      if (std::isfinite(v) || rec == nullptr)
+        h += num_cell(rec ? format_ratio(v) : "not in this run");
+      else  // a ratio not computed says why (files before "why" say so too)
+        h += "<td class=\"note\">not computed: " +
+             escape_html(rec->why.empty() ? std::string("no reason recorded (an older results "
+                                                        "file)")
+                                          : rec->why) +
+             "</td>";
     }
     if (runs.size() > 1) h += change_cell(values[0], values[1]);
     const double ref = any->reference;
@@ -203,15 +213,19 @@ std::string references_section(const std::vector<LabeledRun>& runs) {
     for (const auto& r : runs) {
       double ours = lab::kNotMeasured;
       if (const ScenarioRecord* s = r.find(ref.scenario); s && s->ok())
-        if (const MetricRecord* m = s->primary()) ours = m->summary.statistic(ref.statistic);
+        if (const MetricRecord* m = ref.metric.empty() ? s->primary() : s->metric(ref.metric))
+          ours = m->summary.statistic(ref.statistic);
       if (&r == &runs.back() && !std::isfinite(ours)) ours = ref.ours_ns;
+      const bool why = !std::isfinite(ours) && &r == &runs.back() && !ref.why.empty();
       rows +=
-          num_cell(format_duration(ours)) + num_cell(positive(ref.value_ns) && std::isfinite(ours)
-                                                         ? format_ratio(ours / ref.value_ns)
-                                                         : "–");
+          (why ? "<td class=\"note\">not measured: " + escape_html(ref.why) + "</td>"
+               : num_cell(format_duration(ours))) +
+          num_cell(positive(ref.value_ns) && std::isfinite(ours) ? format_ratio(ours / ref.value_ns)
+                                                                 : "–");
     }
-    rows += "<td><code>" + escape_html(ref.scenario) + "</code></td><td>" +
-            escape_html(ref.source) + "</td></tr>\n";
+    rows += "<td><code>" + escape_html(ref.scenario) + "</code>" +
+            (ref.metric.empty() ? std::string() : " (" + escape_html(ref.metric) + ")") +
+            "</td><td>" + escape_html(ref.source) + "</td></tr>\n";
   }
   if (rows.empty()) return h + "<p>No reference figures in these results.</p>\n";
   h += "<table><tr><th>what</th><th>statistic</th><th>published</th>";
@@ -315,6 +329,33 @@ std::string html_report(const std::vector<lab::ResultsFile>& files, const Report
         escape_html(f.environment_value("virtualization")),
         escape_html(f.environment_value("kernel")),
         escape_html(f.environment_value("cpus_online")));
+  }
+  // The first screen: each machine in one line, what separates two machines
+  // in one line, and what each run says (summary.h).
+  for (const auto& run : runs) {
+    const std::string machine = run.results->environment_value("machine_summary");
+    h += "<p class=\"machine\"><b>" +
+         escape_html(runs.size() > 1 ? run.label + "'s machine" : "machine") + "</b>: " +
+         escape_html(machine.empty() ? std::string("not recorded (a results file written before "
+                                                   "doorbell recorded it)")
+                                     : machine) +
+         "</p>\n";
+  }
+  if (runs.size() == 2)
+    h += "<p class=\"machine\" id=\"machines\"><b>" + escape_html(runs[0].label) + " vs " +
+         escape_html(runs[1].label) + "</b>: " + escape_html(explain_machines(runs[0], runs[1])) +
+         "</p>\n";
+  for (const auto& run : runs) {
+    h += "<div class=\"summary\" id=\"summary-" + slug(run.label) + "\"><b>On " +
+         escape_html(runs.size() > 1 ? run.label + "'s machine" : "this machine") + "</b><ul>\n";
+    for (const auto& line : lab::summarize_run(*run.results)) {
+      h += "<li" + std::string(line.measured ? "" : " class=\"note\"") + "><b>" +
+           escape_html(line.topic) + "</b>: " + escape_html(line.text);
+      for (std::size_t i = 0; i < line.scenarios.size(); ++i)
+        h += std::string(i ? ", " : " — ") + "<code>" + escape_html(line.scenarios[i]) + "</code>";
+      h += "</li>\n";
+    }
+    h += "</ul></div>\n";
   }
   if (!summary.gnuplot_found)
     h += "<p class=\"fail\">gnuplot was not found, so this report has tables only. Install it "
