@@ -280,7 +280,7 @@ TEST(Cli, BashCompletionCompletesTheCommandTree) {
   EXPECT_EQ(complete({"doorbell", "bench", "--suite", ""}), "default full\n");
   // A value is not a subcommand: after --filter comes a glob, then options again.
   EXPECT_EQ(complete({"doorbell", "bench", "--filter", "x", "--qu"}), "--quick\n");
-  EXPECT_EQ(complete({"doorbell", "partition", "run", "--no-"}), "--no-fifo --no-verify\n");
+  EXPECT_EQ(complete({"doorbell", "partition", "run", "--no-"}), "--no-fifo --no-trace --no-verify\n");
   EXPECT_EQ(complete({"doorbell", "help", "part"}), "partition\n");
   EXPECT_EQ(complete({"doorbell", "help", "partition", "c"}), "check\n");
   EXPECT_EQ(complete({"doorbell", "completion", "b"}), "bash\n");

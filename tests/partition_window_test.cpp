@@ -315,18 +315,25 @@ class SwitchIns {
     instance_.write("trace", "");
     instance_.tracing_on();
   }
-  // Stops recording; the times `pid` was switched in, sorted.
-  std::vector<int64_t> stop(pid_t pid) {
+  struct Switches {
+    std::vector<int64_t> ins, outs;  // sorted
+  };
+  // Stops recording; the times `pid` was switched in and out.
+  Switches stop(pid_t pid) {
     instance_.tracing_off();
-    std::vector<int64_t> ins;
+    Switches s;
     const int id = formats_.id("sched", "sched_switch");
     instance_.read(formats_, [&](const sys::tracefs::RawEvent& e) {
-      if (e.id == id && static_cast<pid_t>(e.number("next_pid").value_or(0)) == pid)
-        ins.push_back(static_cast<int64_t>(e.ts_ns));
+      if (e.id != id) return;
+      if (static_cast<pid_t>(e.number("next_pid").value_or(0)) == pid)
+        s.ins.push_back(static_cast<int64_t>(e.ts_ns));
+      if (static_cast<pid_t>(e.number("prev_pid").value_or(0)) == pid)
+        s.outs.push_back(static_cast<int64_t>(e.ts_ns));
     });
     lost_ = instance_.overruns();
-    std::sort(ins.begin(), ins.end());
-    return ins;
+    std::sort(s.ins.begin(), s.ins.end());
+    std::sort(s.outs.begin(), s.outs.end());
+    return s;
   }
   long long lost() const { return lost_; }
 
@@ -355,17 +362,24 @@ TEST(PartitionWindowRun, FirstRun_SeenWithin500usOfItsSchedSwitch) {
   SwitchIns reference;
   const RunReport report = scheduler.run(options);
   ASSERT_EQ(report.pids.size(), 2u);
-  const std::vector<int64_t> ins[2] = {reference.stop(report.pids[0]),
-                                       reference.stop(report.pids[1])};
+  const SwitchIns::Switches sw[2] = {reference.stop(report.pids[0]),
+                                     reference.stop(report.pids[1])};
   ASSERT_EQ(reference.lost(), 0) << "the test's own trace lost events";
   EXPECT_EQ(report.first_run.source, "sched_switch");
   std::size_t compared = 0;
   for (const WindowRecord& w : report.windows) {
     if (w.resume_requested_ns == 0 || w.suspend_requested_ns == 0) continue;
     // The first switch-in at or after the resume, before the suspension.
-    const auto& list = ins[w.partition];
+    const auto& list = sw[w.partition].ins;
     const auto it = std::lower_bound(list.begin(), list.end(), w.resume_requested_ns);
     if (it == list.end() || *it >= w.suspend_requested_ns) continue;
+    // Switched out before any switch-in was recorded: it ran from a switch
+    // the kernel did not emit (on some CPUs of some guests the switch from
+    // idle is missing; the source falls back to the sched_wakeup there), so
+    // this trace does not know the first run: not a reference.
+    const auto& outs = sw[w.partition].outs;
+    const auto out = std::lower_bound(outs.begin(), outs.end(), w.resume_requested_ns);
+    if (out != outs.end() && *out < *it) continue;
     ++compared;
     ASSERT_NE(w.first_run_ns, 0) << "frame " << w.frame << " partition " << w.partition
                                  << ": switched in, first run not seen";
