@@ -458,7 +458,12 @@ void frame_zero_measured(SuspendMethod method) {
     EXPECT_NE(w.first_run_ns, 0) << "frame 0 partition " << w.partition << ": no first run";
   }
   EXPECT_EQ(frame_zero, 2u);
-  for (const auto& warning : report.warnings) ADD_FAILURE() << "warning: " << warning;
+  // Any warning fails, but the one that says which first runs came from the
+  // sched_wakeup fallback: that is this kind of guest's tracing quirk (no
+  // switch from idle on some CPUs), said so the reader knows, not an error.
+  for (const auto& warning : report.warnings)
+    if (warning.find("taken from the sched_wakeup") == std::string::npos)
+      ADD_FAILURE() << "warning: " << warning;
   std::filesystem::remove_all(dir);
 }
 
