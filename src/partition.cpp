@@ -38,6 +38,7 @@
 #include "partition_guardian.h"
 #include "sys/error.h"
 #include "sys/fd.h"
+#include "sys/path.h"
 #include "sys/pidfd.h"
 #include "sys/proc.h"
 
@@ -78,20 +79,7 @@ int64_t cpu_time_ns(clockid_t clock) noexcept {
 // Finds an executable the way execvp would, in the parent, so that a missing
 // command is a clear error before anything starts.
 std::string resolve_command(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  std::string list = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    std::size_t end = list.find(':', start);
-    if (end == std::string::npos) end = list.size();
-    std::string dir = list.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return "";
+  return sys::find_program(name).value_or("");
 }
 
 std::string describe_exit(int code, int status) {

@@ -79,6 +79,7 @@
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/futex.h"
+#include "sys/path.h"
 
 namespace doorbell::lab {
 namespace {
@@ -115,21 +116,11 @@ std::string skip_reason() {
 }
 
 // The program's path when PATH has an executable of that name.
+// Without PATH nothing is found here (the test's empty-PATH case), not the
+// C library's default directories.
 std::optional<std::string> find_on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return std::nullopt;
-  std::string list = path;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    std::size_t end = list.find(':', start);
-    if (end == std::string::npos) end = list.size();
-    std::string dir = list.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + program;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return std::nullopt;
+  if (std::getenv("PATH") == nullptr) return std::nullopt;
+  return sys::find_program(program);
 }
 
 // The SCHED_FIFO priority both sides use: kPriority when a thread of ours may
