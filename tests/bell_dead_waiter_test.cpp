@@ -77,20 +77,32 @@ class SharedPage {
   void* page_;
 };
 
-// Forks a child that waits (no timeout) on `bell`, waits until it is asleep
-// in futex_wait, and SIGKILLs it there.
-void kill_waiter_while_asleep(Bell* bell) {
+// Forks a child that waits (no timeout) on `bell` and exits 0 when it took
+// a ring; returns once the child is asleep in futex_wait (-1 when it never
+// got there within 10 s: the caller's ASSERT fails).
+pid_t fork_sleeping_waiter(Bell* bell) {
   const pid_t pid = ::fork();
-  ASSERT_NE(pid, -1);
   if (pid == 0) {
     bell->wait();
     ::_exit(0);
   }
+  if (pid < 0) return -1;
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   while (!(bell->waiters() == 1 && proc_state(pid) == 'S')) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the child never went to sleep";
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      return -1;
+    }
     std::this_thread::sleep_for(1ms);
   }
+  return pid;
+}
+
+// Forks a waiter, and SIGKILLs it once it is asleep in futex_wait.
+void kill_waiter_while_asleep(Bell* bell) {
+  const pid_t pid = fork_sleeping_waiter(bell);
+  ASSERT_GT(pid, 0) << "the child never went to sleep";
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
@@ -187,17 +199,8 @@ TEST(BellDeadWaiter, KilledAfterWakeup_NextRingWakesTheLiveWaiter) {
   SharedPage page;
   ASSERT_NE(page.get(), MAP_FAILED);
   Bell* bell = Bell::create_at(page.get());
-  const pid_t pid = ::fork();
-  ASSERT_NE(pid, -1);
-  if (pid == 0) {
-    bell->wait();
-    ::_exit(0);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!(bell->waiters() == 1 && proc_state(pid) == 'S')) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the live waiter never slept";
-    std::this_thread::sleep_for(1ms);
-  }
+  const pid_t pid = fork_sleeping_waiter(bell);
+  ASSERT_GT(pid, 0) << "the live waiter never slept";
   auto* word = static_cast<std::atomic<uint32_t>*>(page.get());
   word->fetch_add(2);  // the phantom's registration (waiter count is bits 1..29)
   word->fetch_or(1);   // rung: the wake-up the phantom took with it
