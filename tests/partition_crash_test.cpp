@@ -49,28 +49,10 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-struct Progress {
-  pid_t pid = 0;
-  uint64_t count = 0;
-};
+using test::Progress;
 
 Progress read_progress(const std::string& path) {
-  Progress result;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return result;
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < test::kProgressFileSize) {
-    ::close(fd);
-    return result;
-  }
-  void* map = ::mmap(nullptr, sizeof(test::ProgressHeader), PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return result;
-  const auto* header = static_cast<const test::ProgressHeader*>(map);
-  result.pid = header->pid;
-  result.count = header->count.load(std::memory_order_relaxed);
-  ::munmap(map, sizeof(test::ProgressHeader));
-  return result;
+  return test::read_progress(path, false);
 }
 
 // Everything a test starts, killed and reaped at the end (see the top).

@@ -41,32 +41,10 @@ std::string temp_dir() {
   return dir;
 }
 
-struct Progress {
-  pid_t pid = 0;
-  std::vector<uint64_t> stamps;
-};
+using test::Progress;
 
 Progress read_progress(const std::string& path) {
-  Progress result;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return result;
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < test::kProgressFileSize) {
-    ::close(fd);
-    return result;
-  }
-  void* map = ::mmap(nullptr, test::kProgressFileSize, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return result;
-  const auto* header = static_cast<const test::ProgressHeader*>(map);
-  const auto* stamps = reinterpret_cast<const uint64_t*>(header + 1);
-  result.pid = header->pid;
-  const uint64_t n =
-      std::min<uint64_t>(header->count.load(std::memory_order_relaxed), header->capacity);
-  for (uint64_t i = 0; i < n; ++i)
-    if (stamps[i] != 0) result.stamps.push_back(stamps[i]);
-  ::munmap(map, test::kProgressFileSize);
-  return result;
+  return test::read_progress(path, true);
 }
 
 Schedule two_partitions(const std::string& dir, SuspendMethod method, int threads_a) {
