@@ -36,7 +36,10 @@ cmake -S "$src/tests/consumers/cmake" -B "$work/cmake" "${common[@]}" \
   -DCMAKE_PREFIX_PATH="$prefix" >"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
 cmake --build "$work/cmake" >>"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
 LD_LIBRARY_PATH="$libdir" "$work/cmake/consumer"
-LD_LIBRARY_PATH="$libdir" ldd "$work/cmake/consumer" | grep -q "libdoorbell.so" ||
+# ldd's whole output first: `ldd | grep -q` under pipefail fails when grep
+# exits at the first match and ldd then dies of SIGPIPE.
+linked=$(LD_LIBRARY_PATH="$libdir" ldd "$work/cmake/consumer")
+grep -q "libdoorbell.so" <<<"$linked" ||
   { step "find_package consumer did not link the shared library"; exit 1; }
 
 step "pkg-config --cflags --libs doorbell"
