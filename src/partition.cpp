@@ -9,8 +9,12 @@
 //   - the cgroup.events file of each partition whose v2 freeze is pending
 //     (POLLPRI when "frozen" changes),
 //   - an eventfd that request_stop() writes.
-// What has no notification (a pending first run after resume, the v1
-// freezer's state) is polled every kPollNs while it is pending.
+// What has no notification (the v1 freezer's state) is polled every
+// kPollNoticeNs while it is pending; the rest (a pending first run, a stop
+// whose SIGCHLD another thread of the process may have taken) every
+// kPollBackstopNs. A shorter timeout would not sleep at all in a VM, where
+// arming a timer takes tens of microseconds: the scheduler would hold its
+// CPU at SCHED_FIFO while the partition it stops waits for that CPU.
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -33,6 +38,7 @@
 #include <map>
 #include <memory>
 
+#include "cpu_relax.h"
 #include "doorbell/partition.h"
 #include "doorbell/thread_broadcast.h"
 #include "partition_guardian.h"
@@ -47,7 +53,11 @@ extern char** environ;
 namespace doorbell::partition {
 namespace {
 
-constexpr int64_t kPollNs = 20'000;
+constexpr int64_t kPollNoticeNs = 50'000;
+constexpr int64_t kPollBackstopNs = 250'000;
+// The /proc check of a stop is made while at least this long is left before
+// the next boundary's wake-up (else at a later wait).
+constexpr int64_t kVerifyRoomNs = 1'000'000;
 // How long the end of a run waits for the last suspension to be measured.
 constexpr int64_t kFinalStopWaitNs = 200'000'000;
 
@@ -119,8 +129,9 @@ struct Partition {
   std::string exec_path;
   sys::UniqueFd exec_error;  // read end; the child writes errno if exec fails
   long current_record = -1;
-  long pending_stop = -1;  // record awaiting "every thread stopped"
-  long pending_run = -1;   // record awaiting the first run after resume
+  long pending_stop = -1;    // record awaiting "every thread stopped"
+  long pending_run = -1;     // record awaiting the first run after resume
+  long pending_verify = -1;  // record whose stop awaits its /proc check
   int64_t cpu_baseline = 0;
   std::deque<int64_t> recent_stops;  // the last kStopLeadHistory stop latencies
 };
@@ -141,19 +152,32 @@ class Run {
   // Ends p's current window: records and issues the suspension with lead_ns.
   void end_window(Partition& p, int64_t lead_ns) noexcept;
   // Records a measured stop of p's pending window.
-  void stopped(Partition& p, bool verified) noexcept;
+  void stopped(Partition& p, bool verified, int64_t at_ns) noexcept;
   void settle_start_up(Partition& p);
   void start_up(Partition& p);
   void resume(Partition& p) noexcept;
   void kill_partition(Partition& p) noexcept;
   // Waits until deadline_ns, handling events. False when a stop was asked.
-  bool wait_until(int64_t deadline_ns);
+  // Waits until deadline_ns (absolute CLOCK_MONOTONIC), handling
+  // notifications meanwhile; sleeps until spin_ns before it and spins the
+  // rest. False when the run must end (stop request, partition exit policy).
+  bool wait_until(int64_t deadline_ns, int64_t spin_ns = 0);
+  // Waits (at most until deadline_ns) until every partition but incoming has
+  // no pending stop. False when the run must end.
+  bool wait_for_stops(const Partition& incoming, int64_t deadline_ns);
+  // One ppoll round (timeout null: until something is ready) and the
+  // handling of whatever is ready; timer_fired is set when the timerfd
+  // expired. False when the run must end.
+  bool poll_round(const timespec* timeout, bool& timer_fired);
   void check_partitions() noexcept;
   void on_exit(Partition& p, const siginfo_t& info);
   void check_freezers() noexcept;
   void check_first_runs() noexcept;
+  // The /proc check of stops noticed since the last call (verify_stopped).
+  void verify_stops() noexcept;
   bool anything_pending() const noexcept;
-  bool needs_polling() const noexcept;
+  // How often pending work must be polled: -1 when nothing is pending.
+  int64_t poll_interval_ns() const noexcept;
   void cleanup() noexcept;
 
   const Schedule& schedule_;
@@ -179,6 +203,10 @@ void Run::set_up() {
   report_.method = method_name(schedule_.method);
   report_.first_run = {"cpu-clock (tick-granular)", tick_ns()};
   report_.cpu_after_end = report_.first_run;
+  report_.boundary_spin_ns = std::max<int64_t>(0, options_.boundary_spin_ns);
+  report_.max_handover_ns = std::max<int64_t>(0, options_.max_handover_ns);
+  report_.stopped = {"notification (SIGCHLD, cgroup.events; v1 freezer state polled every 50 us)",
+                     1};
   report_.overrun_threshold_ns = schedule_.overrun_threshold_ns;
   report_.verify_stopped = options_.verify_stopped && schedule_.method != SuspendMethod::freezer;
   partitions_.resize(schedule_.partitions.size());
@@ -552,14 +580,19 @@ bool Run::anything_pending() const noexcept {
   return false;
 }
 
-bool Run::needs_polling() const noexcept {
+int64_t Run::poll_interval_ns() const noexcept {
+  int64_t interval = -1;
+  auto at_most = [&interval](int64_t ns) { interval = interval < 0 ? ns : std::min(interval, ns); };
   for (const Partition& p : partitions_) {
     // Notifications exist for stops (SIGCHLD; cgroup.events POLLPRI), but
     // the v2 one comes from a kernel work item that a loaded machine runs
-    // late, and SIGCHLD may have SA_NOCLDSTOP: poll as well while pending.
-    if (p.pending_run >= 0 || p.pending_stop >= 0) return true;
+    // late, and SIGCHLD may go to another thread of the process (one that
+    // does not block it) or not be sent (SA_NOCLDSTOP): a backstop poll.
+    if (p.pending_stop >= 0)
+      at_most(p.cgroup && p.cgroup->event_fd() < 0 ? kPollNoticeNs : kPollBackstopNs);
+    if (p.pending_run >= 0) at_most(kPollBackstopNs);  // the CPU clock: tick-granular
   }
-  return false;
+  return interval;
 }
 
 void Run::on_exit(Partition& p, const siginfo_t& info) {
@@ -610,8 +643,13 @@ void Run::check_partitions() noexcept {
                         WSTOPPED | WNOHANG) != 0 &&
                errno == EINTR) {
         }
-        if (p.pending_stop >= 0 && !p.cgroup)
-          stopped(p, options_.verify_stopped && every_thread_stopped(p.pid));
+        if (p.pending_stop >= 0 && !p.cgroup) {
+          // The /proc check (tens of microseconds) is done later, in
+          // verify_stops(), out of the way of a handover; the partition
+          // stays stopped until its next window.
+          if (options_.verify_stopped) p.pending_verify = p.pending_stop;
+          stopped(p, false, now_ns());
+        }
         continue;
       }
       if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
@@ -622,20 +660,37 @@ void Run::check_partitions() noexcept {
   }
 }
 
-void Run::check_freezers() noexcept {
+void Run::verify_stops() noexcept {
   for (Partition& p : partitions_) {
-    if (p.pending_stop < 0 || !p.cgroup) continue;
-    if (p.cgroup->is_frozen()) stopped(p, true);
+    if (p.pending_verify < 0) continue;
+    // Only while it is still suspended (its next window not begun).
+    if (p.alive && p.current_record < 0 && p.pending_stop < 0) {
+      WindowRecord& record = report_.windows[p.pending_verify];
+      record.checked = true;
+      record.verified = every_thread_stopped(p.pid);
+    }
+    p.pending_verify = -1;
   }
 }
 
-void Run::stopped(Partition& p, bool verified) noexcept {
+void Run::check_freezers() noexcept {
+  for (Partition& p : partitions_) {
+    if (p.pending_stop < 0 || !p.cgroup) continue;
+    if (p.cgroup->is_frozen()) stopped(p, true, now_ns());
+  }
+}
+
+void Run::stopped(Partition& p, bool verified, int64_t at_ns) noexcept {
   WindowRecord& record = report_.windows[p.pending_stop];
-  record.stopped_ns = now_ns();
+  record.stopped_ns = at_ns;
+  record.stop_noticed_ns = at_ns;
   record.cpu_after_end_ns = cpu_time_ns(p.cpu_clock) - record.cpu_at_suspend_ns;
   record.verified = verified;
+  record.checked = verified;
   p.pending_stop = -1;
-  p.recent_stops.push_back(record.stopped_ns - record.suspend_requested_ns);
+  // The lead learns from the time the suspension was due, so that it also
+  // covers the scheduler's own lateness in issuing it.
+  p.recent_stops.push_back(record.stopped_ns - (record.nominal_end_ns - record.stop_lead_ns));
   if (p.recent_stops.size() > kStopLeadHistory) p.recent_stops.pop_front();
 }
 
@@ -662,44 +717,94 @@ void Run::check_first_runs() noexcept {
   }
 }
 
-bool Run::wait_until(int64_t deadline_ns) {
-  itimerspec spec{};
-  spec.it_value = to_timespec(deadline_ns);
-  if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
-    sys::fatal("timerfd_settime", errno);
-  for (;;) {
-    pollfd fds[3 + 256];
-    nfds_t n = 0;
-    fds[n++] = {timer_.get(), POLLIN, 0};
-    fds[n++] = {signal_fd_.get(), POLLIN, 0};
-    fds[n++] = {stop_fd_, POLLIN, 0};
-    for (const Partition& p : partitions_)
-      if (p.pending_stop >= 0 && p.cgroup && p.cgroup->event_fd() >= 0 && n < 259)
-        fds[n++] = {p.cgroup->event_fd(), POLLPRI, 0};
-    const timespec poll_interval = to_timespec(kPollNs);
-    const int ready = ::ppoll(fds, n, needs_polling() ? &poll_interval : nullptr, nullptr);
-    if (ready < 0 && errno != EINTR) sys::fatal("ppoll", errno);
-    if (fds[1].revents & POLLIN) {
-      signalfd_siginfo ignored;
-      while (::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
-      }
-    }
-    check_partitions();
-    check_freezers();
-    check_first_runs();
-    if (fds[2].revents & POLLIN) {
-      stop_requested_ = true;
-      return false;
-    }
-    if (stop_schedule_) return false;
-    if (fds[0].revents & POLLIN) {
-      uint64_t expirations;
-      while (::read(timer_.get(), &expirations, sizeof expirations) < 0 && errno == EINTR) {
-      }
-      return true;
-    }
-    if (now_ns() >= deadline_ns) return true;  // belt and braces
+bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
+  pollfd fds[3 + 256];
+  nfds_t n = 0;
+  fds[n++] = {timer_.get(), POLLIN, 0};
+  fds[n++] = {signal_fd_.get(), POLLIN, 0};
+  fds[n++] = {stop_fd_, POLLIN, 0};
+  for (const Partition& p : partitions_)
+    if (p.pending_stop >= 0 && p.cgroup && p.cgroup->event_fd() >= 0 && n < 259)
+      fds[n++] = {p.cgroup->event_fd(), POLLPRI, 0};
+  const int ready = ::ppoll(fds, n, timeout, nullptr);
+  if (ready < 0 && errno != EINTR) sys::fatal("ppoll", errno);
+  if (ready <= 0) {
+    // Nothing ready (timeout or EINTR): pending stops and first runs are
+    // still checked (they are polled while pending).
+    for (pollfd& f : fds) f.revents = 0;
   }
+  if (fds[1].revents & POLLIN) {
+    signalfd_siginfo ignored;
+    while (::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
+    }
+  }
+  check_partitions();
+  check_freezers();
+  check_first_runs();
+  if (fds[2].revents & POLLIN) {
+    stop_requested_ = true;
+    return false;
+  }
+  if (stop_schedule_) return false;
+  if (fds[0].revents & POLLIN) {
+    uint64_t expirations;
+    while (::read(timer_.get(), &expirations, sizeof expirations) < 0 && errno == EINTR) {
+    }
+    timer_fired = true;
+  }
+  return true;
+}
+
+bool Run::wait_for_stops(const Partition& incoming, int64_t deadline_ns) {
+  auto others_pending = [&] {
+    for (const Partition& p : partitions_)
+      if (&p != &incoming && p.pending_stop >= 0) return true;
+    return false;
+  };
+  // Stops are noticed by SIGCHLD or cgroup.events (ppoll wakes at once),
+  // backed by a poll (poll_interval_ns()); the scheduler sleeps meanwhile,
+  // so that its CPU is free for the threads that must run to stop.
+  while (others_pending()) {
+    const int64_t left = deadline_ns - now_ns();
+    if (left <= 0) break;
+    const int64_t interval = poll_interval_ns();
+    const timespec timeout = to_timespec(interval < 0 ? left : std::min(left, interval));
+    bool fired = false;
+    if (!poll_round(&timeout, fired)) return false;
+  }
+  return true;
+}
+
+bool Run::wait_until(int64_t deadline_ns, int64_t spin_ns) {
+  // Sleep on the timerfd until spin_ns before the deadline. A timer wake-up
+  // is late by what the kernel (and, in a VM, the host) takes to deliver the
+  // interrupt and run us: tens to hundreds of microseconds. A deadline
+  // already passed is not armed at all: arming one costs that same delay.
+  const int64_t wake_at = deadline_ns - spin_ns;
+  // The /proc checks of the stops noticed meanwhile, when there is time.
+  if (wake_at - now_ns() > kVerifyRoomNs) verify_stops();
+  if (now_ns() < wake_at) {
+    itimerspec spec{};
+    spec.it_value = to_timespec(wake_at);
+    if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
+      sys::fatal("timerfd_settime", errno);
+    for (;;) {
+      const int64_t interval = poll_interval_ns();
+      const timespec poll_interval = to_timespec(interval);
+      bool fired = false;
+      if (!poll_round(interval >= 0 ? &poll_interval : nullptr, fired)) return false;
+      if (fired || now_ns() >= wake_at) break;
+    }
+  } else {
+    // Handle what has arrived (stops, exits, a stop request) without sleeping.
+    const timespec zero{};
+    bool fired = false;
+    if (!poll_round(&zero, fired)) return false;
+  }
+  // Awake: the rest of the way on the CPU (the scheduler runs at SCHED_FIFO,
+  // so this takes at most spin_ns from whatever ran on this CPU).
+  while (now_ns() < deadline_ns) detail::cpu_relax();
+  return true;
 }
 
 RunReport Run::execute() {
@@ -726,6 +831,7 @@ RunReport Run::execute() {
   for (Partition& p : partitions_) start_up(p);
   const int64_t start = now_ns() + options_.start_delay_ns;
   report_.start_ns = start;
+  const int64_t spin = std::max<int64_t>(0, options_.boundary_spin_ns);
   bool go_on = true;
   for (int64_t f = 0; f < frames && go_on; ++f) {
     for (const auto& [offset, instant] : instants) {
@@ -738,19 +844,25 @@ RunReport Run::execute() {
         const int64_t lead =
             stop_lead_ns(std::vector<int64_t>(p.recent_stops.begin(), p.recent_stops.end()),
                          schedule_.max_stop_lead_ns, ending.duration_ns);
-        if (!wait_until(at - lead)) {
+        if (!wait_until(at - lead, spin)) {
           go_on = false;
           break;
         }
         end_window(p, lead);
       }
-      if (!wait_until(at)) {
+      if (!wait_until(at, spin)) {
         go_on = false;
         break;
       }
       if (instant.start >= 0) {
         const WindowSpec& w = schedule_.windows[instant.start];
         Partition& p = partitions_[w.partition_index];
+        // Handover: resume the incoming partition once every other partition
+        // is stopped, or at the latest max_handover_ns after the boundary.
+        if (!wait_for_stops(p, at + std::max<int64_t>(0, options_.max_handover_ns))) {
+          go_on = false;
+          break;
+        }
         WindowRecord record;
         record.frame = f;
         record.window = static_cast<std::size_t>(instant.start);
@@ -769,9 +881,10 @@ RunReport Run::execute() {
             WindowRecord& previous = report_.windows[p.pending_stop];
             previous.never_stopped = true;
             previous.stopped_ns = resume_at;
+            previous.stop_noticed_ns = resume_at;
             previous.cpu_after_end_ns = p.cpu_baseline - previous.cpu_at_suspend_ns;
             p.pending_stop = -1;
-            p.recent_stops.push_back(resume_at - previous.suspend_requested_ns);
+            p.recent_stops.push_back(resume_at - (previous.nominal_end_ns - previous.stop_lead_ns));
             if (p.recent_stops.size() > kStopLeadHistory) p.recent_stops.pop_front();
           }
           report_.windows[index].resume_requested_ns = resume_at;
@@ -795,6 +908,7 @@ RunReport Run::execute() {
     if (!any_stop) break;
     if (!wait_until(std::min(give_up, now_ns() + 1'000'000))) break;
   }
+  verify_stops();
   if (options_.observer) options_.observer->refine(report_);
   cleanup();
   report_.summaries = summarize(schedule_, report_);

@@ -197,7 +197,7 @@ std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunRepor
       if (w.overrun_ns() > report.overrun_threshold_ns) ++s.over_threshold;
       if (w.never_stopped)
         ++s.never_stopped;
-      else if (report.verify_stopped && !w.verified)
+      else if (report.verify_stopped && w.checked && !w.verified)
         ++s.verify_failures;
       stolen += static_cast<double>(std::max<int64_t>(0, w.overrun_ns()));
       given_up += static_cast<double>(w.given_up_ns());

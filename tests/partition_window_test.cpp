@@ -52,6 +52,7 @@ WindowRecord window(std::size_t partition, int64_t frame, int64_t overrun, int64
   w.stopped_ns = w.nominal_end_ns + overrun;
   w.suspend_requested_ns = w.stopped_ns - stop_latency;
   w.verified = true;
+  w.checked = true;
   return w;
 }
 
@@ -160,6 +161,22 @@ TEST(PartitionWindow, Summarize_KnownWindows) {
   EXPECT_DOUBLE_EQ(b.stolen_percent, 0.0);
 }
 
+// A stop whose /proc check found no time to run is no failure; one whose
+// check ran and failed is.
+TEST(PartitionWindow, Summarize_UncheckedStopIsNoVerifyFailure) {
+  const Schedule s = two_windows();
+  RunReport r;
+  r.verify_stopped = true;
+  WindowRecord unchecked = window(0, 0, 0, 0, 3'000);
+  unchecked.verified = false;
+  unchecked.checked = false;
+  r.windows.push_back(unchecked);
+  r.windows.push_back(window(1, 0, 0, 0, 3'000));
+  EXPECT_EQ(summarize(s, r)[0].verify_failures, 0u);
+  r.windows[0].checked = true;
+  EXPECT_EQ(summarize(s, r)[0].verify_failures, 1u);
+}
+
 TEST(PartitionWindow, StopLead_HighPercentileBounded) {
   EXPECT_EQ(stop_lead_ns({}, 500'000, 10'000'000), 0);
   EXPECT_EQ(stop_lead_ns({100'000}, 0, 10'000'000), 0);
@@ -211,6 +228,42 @@ TEST(PartitionWindowTrace, FirstRunAndCpuAfterEnd_FromSwitches) {
   EXPECT_EQ(r.windows[0].cpu_after_end_ns, 100 + 200);  // [2000,2100) + [2000,2200)
   EXPECT_EQ(f.first_runs, 1u);
   EXPECT_EQ(f.first_runs_from_wakeup, 0u);
+  // Stopped when the last thread left its CPU (101 at 2200), not when the
+  // scheduler noticed (2300).
+  EXPECT_EQ(r.windows[0].stopped_ns, 2200);
+  EXPECT_EQ(f.stops, 1u);
+}
+
+TEST(PartitionWindowTrace, StopTime_LastSwitchOutAfterTheSuspension) {
+  RunReport r;
+  auto make = [](int64_t end, int64_t suspend, int64_t noticed) {
+    WindowRecord w;
+    w.partition = 0;
+    w.nominal_start_ns = end - 1000;
+    w.resume_requested_ns = end - 1000;
+    w.nominal_end_ns = end;
+    w.suspend_requested_ns = suspend;
+    w.stopped_ns = noticed;
+    w.stop_noticed_ns = noticed;
+    return w;
+  };
+  r.windows.push_back(make(2000, 2010, 2400));  // last switch-out 2150
+  r.windows.push_back(make(4000, 4010, 4400));  // nothing ran after 4010: kept
+  WindowRecord never = make(6000, 6010, 6900);  // overtaken by the next resume
+  never.never_stopped = true;
+  r.windows.push_back(never);
+  std::vector<SchedEvent> events = {
+      sw(1100, 0, 0, 100), sw(2150, 0, 100, 0),  // window 0: out at 2150
+      sw(3100, 0, 0, 100), sw(4005, 0, 100, 0),  // window 1: out before the suspension
+      sw(5100, 0, 0, 100), sw(6500, 0, 100, 0),  // window 2: never stopped
+  };
+  const lab::TraceFigures f = lab::apply_sched_events(events, {100}, r);
+  EXPECT_EQ(r.windows[0].stopped_ns, 2150);
+  EXPECT_EQ(r.windows[0].stop_noticed_ns, 2400);
+  EXPECT_EQ(r.windows[0].overrun_ns(), 150);
+  EXPECT_EQ(r.windows[1].stopped_ns, 4400);
+  EXPECT_EQ(r.windows[2].stopped_ns, 6900);
+  EXPECT_EQ(f.stops, 1u);
 }
 
 TEST(PartitionWindowTrace, MissingSwitchFromIdle_UsesTheWakeup) {
@@ -261,24 +314,6 @@ TEST(PartitionWindowTrace, ExitedTid_ReusedByAnotherProcess_NotCounted) {
 // --- real runs (root) ----------------------------------------------------------
 
 #ifdef DOORBELL_PARTITION_PROG
-std::vector<uint64_t> read_stamps(const std::string& path) {
-  std::vector<uint64_t> result;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return result;
-  void* map = ::mmap(nullptr, test::kProgressFileSize, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return result;
-  const auto* header = static_cast<const test::ProgressHeader*>(map);
-  const auto* stamps = reinterpret_cast<const uint64_t*>(header + 1);
-  const uint64_t n =
-      std::min<uint64_t>(header->count.load(std::memory_order_relaxed), header->capacity);
-  for (uint64_t i = 0; i < n; ++i)
-    if (stamps[i] != 0) result.push_back(stamps[i]);
-  ::munmap(map, test::kProgressFileSize);
-  std::sort(result.begin(), result.end());
-  return result;
-}
-
 std::string temp_dir() {
   char pattern[] = "/tmp/doorbell-window-test-XXXXXX";
   const char* dir = ::mkdtemp(pattern);

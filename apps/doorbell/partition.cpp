@@ -71,6 +71,9 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
   j["first_run"] = {{"source", r.first_run.source}, {"resolution_ns", r.first_run.resolution_ns}};
   j["cpu_after_end"] = {{"source", r.cpu_after_end.source},
                         {"resolution_ns", r.cpu_after_end.resolution_ns}};
+  j["stopped"] = {{"source", r.stopped.source}, {"resolution_ns", r.stopped.resolution_ns}};
+  j["boundary_spin_ns"] = r.boundary_spin_ns;
+  j["max_handover_ns"] = r.max_handover_ns;
   auto& parts = j["partitions"] = nlohmann::json::array();
   for (std::size_t i = 0; i < s.partitions.size(); ++i)
     parts.push_back({{"name", s.partitions[i].name},
@@ -137,9 +140,11 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
                        {"start_delay_ns", w.start_delay_ns()},
                        {"stop_lead_ns", w.stop_lead_ns},
                        {"given_up_ns", w.given_up_ns()},
+                       {"stop_noticed_ns", w.stop_noticed_ns},
                        {"cpu_after_end_ns", w.cpu_after_end_ns},
                        {"never_stopped", w.never_stopped},
                        {"verified", w.verified},
+                       {"checked", w.checked},
                        {"partition_gone", w.partition_gone}});
   return j;
 }
@@ -154,10 +159,12 @@ std::string us_from(double ns, const partition::FigureSource& source) {
 
 void print_summary(const Schedule& s, const partition::RunReport& r) {
   std::cout << fmt::format(
-      "method {}{}, scheduler {}, {} frames of {} ms, threshold {} us, max stop lead {} us{}\n",
+      "method {}{}, scheduler {}, {} frames of {} ms, threshold {} us, max stop lead {} us, "
+      "boundary spin {} us, max handover {} us{}\n",
       r.method, r.freezer_version.empty() ? "" : " (" + r.freezer_version + ")",
       r.fifo ? "SCHED_FIFO" : "not real-time", r.frames, s.major_frame_ns / 1e6,
       us(static_cast<double>(r.overrun_threshold_ns)), us(static_cast<double>(s.max_stop_lead_ns)),
+      us(static_cast<double>(r.boundary_spin_ns)), us(static_cast<double>(r.max_handover_ns)),
       r.stopped_early ? " (stopped early)" : "");
   std::cout << fmt::format(
       "{:<12} {:>7} {:>9} {:>9} {:>9} {:>5} {:>7} {:>9} {:>9} {:>8} {:>7} {:>9} {:>9} {:>10}\n",
@@ -178,6 +185,7 @@ void print_summary(const Schedule& s, const partition::RunReport& r) {
          " gaveup% = window time the partition was already stopped before its end; start =\n"
          " first run - nominal window start; cpuafter = CPU time all its threads used after\n"
          " its window ended)\n";
+  std::cout << fmt::format("stop times from {}\n", r.stopped.source);
   std::cout << fmt::format("start and cpuafter from {}{}\n", r.first_run.source,
                            r.first_run.resolution_ns > 1000
                                ? fmt::format(": resolution {} us, shown as ~resolution",
@@ -204,6 +212,8 @@ struct RunArgs {
   bool no_verify = false;
   bool no_trace = false;
   int64_t max_stop_lead_us = -1;
+  int64_t boundary_spin_us = -1;
+  int64_t max_handover_us = -1;
 };
 
 void run_command(const RunArgs& a) {
@@ -226,6 +236,12 @@ void run_command(const RunArgs& a) {
   if (a.max_stop_lead_us > 1'000'000)
     throw UsageError("partition run: --max-stop-lead-us must be 0..1000000");
   if (a.max_stop_lead_us >= 0) s.max_stop_lead_ns = a.max_stop_lead_us * 1000;
+  if (a.boundary_spin_us > 100'000)
+    throw UsageError("partition run: --boundary-spin-us must be 0..100000");
+  if (a.boundary_spin_us >= 0) options.boundary_spin_ns = a.boundary_spin_us * 1000;
+  if (a.max_handover_us > 1'000'000)
+    throw UsageError("partition run: --max-handover-us must be 0..1000000");
+  if (a.max_handover_us >= 0) options.max_handover_ns = a.max_handover_us * 1000;
   // Exact first-run and CPU-after-end figures from sched_switch where we may
   // trace (root); else the scheduler's tick-granular CPU-clock figures, which
   // the report marks as such.
@@ -304,6 +320,14 @@ const CommandRegistrar kPartition{
                     "the tick-granular CPU clock)");
       run->add_option("--max-stop-lead-us", run_args.max_stop_lead_us,
                       "Override the schedule's max_stop_lead_us (0: no stop lead)");
+      run->add_option("--boundary-spin-us", run_args.boundary_spin_us,
+                      "Sleep until this long before each boundary and spin the rest "
+                      "(default 200; 0: sleep until the boundary)")
+          ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
+      run->add_option("--max-handover-us", run_args.max_handover_us,
+                      "Resume the incoming partition once the outgoing one is stopped, or this "
+                      "long after the boundary at the latest (default 1000; 0: at once)")
+          ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}));
       run->add_flag("--no-verify", run_args.no_verify,
                     "Skip the /proc check that every thread is in state T");
       run->callback([] { run_command(run_args); });

@@ -39,13 +39,43 @@
 //   first_run (when a thread of the partition first ran after resume);
 //   suspend_requested; stopped (when EVERY thread was stopped: the kernel's
 //   CLD_STOPPED report, which the last thread to join a group stop sends,
-//   checked against each thread's /proc state 'T' when verify_stopped is set;
+//   checked against each thread's /proc state 'T' when verify_stopped is set
+//   (later, see WindowRecord::checked);
 //   for freezers cgroup.events "frozen 1" / freezer.state FROZEN).
 //   overrun = stopped - nominal end: how far the partition ran into the next
 //   window (it includes the scheduler's own wake-up lateness, reported apart
-//   as wake_late). Stop notifications (SIGCHLD, cgroup.events POLLPRI) are
-//   backed by polling every 20 us while a stop is pending, so "stopped" is
-//   late by at most that plus the scheduler's wake-up. A suspension that
+//   as wake_late). Stops are noticed by SIGCHLD and cgroup.events POLLPRI,
+//   backed by a poll every 250 us while a stop is pending (the v1 freezer,
+//   which has no notification: every 50 us); the notice time is
+//   stop_noticed_ns. The scheduler sleeps between polls: a shorter timeout
+//   does not sleep in a VM (arming the timer takes about as long), and the
+//   scheduler would hold at SCHED_FIFO the CPU that a stopping thread waits
+//   for. An observer may refine stopped_ns
+//   to when the last thread really left its CPU (RunReport::stopped).
+//
+// Boundaries
+//   The scheduler sleeps on a timerfd until RunOptions::boundary_spin_ns
+//   (default 200 us) before each boundary, then spins on the clock until the
+//   boundary: a timer wake-up is late by the interrupt's delivery and the
+//   switch to the scheduler (tens to hundreds of microseconds in a VM, where
+//   the host delivers the timer), and that lateness would be every window's
+//   overrun. The spin takes up to boundary_spin_ns of one CPU per boundary
+//   from the partition whose window is ending (SCHED_FIFO); 0 turns it off.
+//   A boundary already passed (a stop lead's suspension, then the boundary
+//   itself) is not slept on.
+//
+// Handover
+//   A thread stops only when it runs. At a boundary the outgoing
+//   partition's threads that wait on a run queue compete with the incoming
+//   partition, which the scheduler has just resumed: the kernel's fair
+//   scheduler favours the task that slept (the incoming one), and an idle
+//   CPU does not pull "cache-hot" waiting threads, so the last outgoing
+//   threads could wait a whole time slice (milliseconds, seen in a
+//   sched_switch trace) to run the few microseconds it takes to stop. So
+//   the incoming partition is resumed when every other partition's
+//   suspension has completed, or RunOptions::max_handover_ns (1 ms) after
+//   the boundary at the latest. Its start delay includes that wait; a stop
+//   lead makes it zero. A suspension that
 //   never completed before the partition's next window is marked
 //   never_stopped and counts with the overrun up to that window.
 //
@@ -212,7 +242,8 @@ class WindowObserver {
   // Once, after the last window was measured and before the partitions are
   // killed or released and before the summaries are made. May set
   // first_run_ns and cpu_after_end_ns of any window and must then set
-  // report.first_run / report.cpu_after_end to its own source.
+  // report.first_run / report.cpu_after_end to its own source; likewise
+  // stopped_ns (never later than stop_noticed_ns) and report.stopped.
   virtual void refine(RunReport& report) = 0;
 };
 
@@ -222,6 +253,13 @@ struct RunOptions {
   int fifo_priority = 80;              // 0: do not ask for SCHED_FIFO
   bool verify_stopped = true;          // sigstop methods: check /proc 'T' states
   int64_t start_delay_ns = 2'000'000;  // from set-up done to the first frame
+  // The scheduler sleeps until this long before each boundary and spins the
+  // rest on its CPU (see "Boundaries"); 0: sleep until the boundary.
+  int64_t boundary_spin_ns = 200'000;
+  // At a boundary where one window ends and another begins, the incoming
+  // partition is resumed once the outgoing one is stopped, or this long
+  // after the boundary at the latest (see "Handover"); 0: at once.
+  int64_t max_handover_ns = 1'000'000;
   // A measurement source (not owned; may be null). See WindowObserver.
   WindowObserver* observer = nullptr;
 };
@@ -242,8 +280,16 @@ struct WindowRecord {
   int64_t suspend_requested_ns = 0;
   int64_t stop_lead_ns = 0;  // how long before nominal_end the suspension was due
   int64_t stopped_ns = 0;    // 0: never (the partition exited, or the run ended)
+  // When the scheduler noticed the stop (CLD_STOPPED, frozen); stopped_ns is
+  // this too unless an observer refined it (RunReport::stopped).
+  int64_t stop_noticed_ns = 0;
   bool partition_gone = false;
   bool verified = false;  // per-thread states checked and all stopped
+  // The check ran: for the signal methods it is made after the stop, while
+  // the partition is still suspended and at least 1 ms is left before the
+  // scheduler's next wake-up (out of the way of the handover); a window
+  // whose check found no such time stays unchecked, which is no failure.
+  bool checked = false;
   // The suspension had not completed when the partition's next window began
   // (the resume cancelled it): stopped_ns is then that resume, a lower bound.
   bool never_stopped = false;
@@ -324,11 +370,16 @@ struct RunReport {
   int64_t start_ns = 0;         // nominal start of frame 0
   int64_t frames = 0;           // frames completed
   int64_t overrun_threshold_ns = 0;
-  bool stopped_early = false;   // request_stop() or a partition exit with stop_schedule
-  bool verify_stopped = false;  // RunOptions::verify_stopped was in effect
+  bool stopped_early = false;    // request_stop() or a partition exit with stop_schedule
+  bool verify_stopped = false;   // RunOptions::verify_stopped was in effect
+  int64_t boundary_spin_ns = 0;  // RunOptions::boundary_spin_ns in effect
+  int64_t max_handover_ns = 0;   // RunOptions::max_handover_ns in effect
   std::vector<std::string> warnings;
   // Sources of the first-run and CPU-after-end figures (see "Resolution").
   FigureSource first_run, cpu_after_end;
+  // Source of stopped_ns: the scheduler's notification (late by up to the
+  // poll and its own wake-up), or an observer's exact figure.
+  FigureSource stopped;
   std::vector<pid_t> pids;  // per partition
   std::vector<WindowRecord> windows;
   std::vector<PartitionExit> exits;

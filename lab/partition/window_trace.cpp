@@ -125,6 +125,21 @@ TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vecto
         figures.first_runs_from_wakeup += wake;
       }
     }
+    if (w.stopped_ns > 0 && !w.never_stopped && w.suspend_requested_ns > 0) {
+      // The stop as the partition lived it: the last time one of its
+      // threads left a CPU after the suspension was issued, before the
+      // scheduler noticed. The notice comes later (SIGCHLD or cgroup.events,
+      // then the scheduler's wake-up). Without such a switch-out (none
+      // traced) the noticed time stays.
+      int64_t last = 0;
+      for (const Interval& r : list)
+        if (r.out > w.suspend_requested_ns && r.in < w.stopped_ns)
+          last = std::max(last, std::min(r.out, w.stopped_ns));
+      if (last > 0) {
+        w.stopped_ns = last;
+        ++figures.stops;
+      }
+    }
     if (w.stopped_ns > 0) {
       int64_t cpu = 0;
       for (const Interval& r : list) {
@@ -265,6 +280,7 @@ void SchedSwitchWindows::refine(partition::RunReport& report) {
   figures_ = apply_sched_events(std::move(session_->events), pids_, report);
   report.first_run = {"sched_switch", 1};
   report.cpu_after_end = {"sched_switch", 1};
+  report.stopped = {"sched_switch (last switch-out after the suspension)", 1};
   if (figures_.first_runs_from_wakeup > 0)
     report.warnings.push_back(
         std::to_string(figures_.first_runs_from_wakeup) +

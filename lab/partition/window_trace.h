@@ -23,10 +23,15 @@
 //   first_run_ns      the first time, at or after resume_requested and
 //                     before suspend_requested, a thread of the partition
 //                     was on a CPU;
+//   stopped_ns        the last time, after suspend_requested and before
+//                     the scheduler noticed the stop (stop_noticed_ns), a
+//                     thread of the partition left a CPU: when it really
+//                     stopped running (unchanged when no such switch-out
+//                     was traced, and for never_stopped windows);
 //   cpu_after_end_ns  the CPU time all its threads got in
 //                     [nominal_end, stopped).
-// report.first_run and report.cpu_after_end then name "sched_switch" and
-// resolution_ns 1. If the kernel overwrote events before they were read the
+// report.first_run, report.cpu_after_end and report.stopped then name
+// "sched_switch" and resolution_ns 1. If the kernel overwrote events before they were read the
 // figures would be wrong: refine() then leaves the clock-based figures in
 // place and adds a warning.
 #pragma once
@@ -56,6 +61,7 @@ struct TraceFigures {
   std::size_t first_runs = 0;              // windows given a first run
   std::size_t first_runs_from_wakeup = 0;  // of those, started from idle without a switch event
   std::size_t cpu_after_end = 0;           // windows given a CPU-after-end figure
+  std::size_t stops = 0;                   // windows whose stop time came from a switch-out
 };
 
 // Matches events (any order) with the windows of `report`: sets first_run_ns
