@@ -9,9 +9,9 @@
 //   - the cgroup.events file of each partition whose v2 freeze is pending
 //     (POLLPRI when "frozen" changes),
 //   - an eventfd that request_stop() writes.
-// What has no notification (the v1 freezer's state) is polled every
-// kPollNoticeNs while it is pending; the rest (a pending first run, a stop
-// whose SIGCHLD another thread of the process may have taken) every
+// A pending freeze (v1 has no notification; v2's is rate-limited by the
+// kernel) is polled every kPollNoticeNs; the rest (a pending first run, a
+// stop whose SIGCHLD another thread of the process may have taken) every
 // kPollBackstopNs. A shorter timeout would not sleep at all in a VM, where
 // arming a timer takes tens of microseconds: the scheduler would hold its
 // CPU at SCHED_FIFO while the partition it stops waits for that CPU.
@@ -205,8 +205,7 @@ void Run::set_up() {
   report_.cpu_after_end = report_.first_run;
   report_.boundary_spin_ns = std::max<int64_t>(0, options_.boundary_spin_ns);
   report_.max_handover_ns = std::max<int64_t>(0, options_.max_handover_ns);
-  report_.stopped = {"notification (SIGCHLD, cgroup.events; v1 freezer state polled every 50 us)",
-                     1};
+  report_.stopped = {"notification (SIGCHLD; the freezer's state polled every 50 us)", 1};
   report_.overrun_threshold_ns = schedule_.overrun_threshold_ns;
   report_.verify_stopped = options_.verify_stopped && schedule_.method != SuspendMethod::freezer;
   partitions_.resize(schedule_.partitions.size());
@@ -588,8 +587,11 @@ int64_t Run::poll_interval_ns() const noexcept {
     // the v2 one comes from a kernel work item that a loaded machine runs
     // late, and SIGCHLD may go to another thread of the process (one that
     // does not block it) or not be sent (SA_NOCLDSTOP): a backstop poll.
-    if (p.pending_stop >= 0)
-      at_most(p.cgroup && p.cgroup->event_fd() < 0 ? kPollNoticeNs : kPollBackstopNs);
+    // The freezers: v1 has no notification, and the kernel rate-limits v2's
+    // cgroup.events notifications to one per CGROUP_FILE_NOTIFY_MIN_INTV
+    // (HZ/100 jiffies, rounded up: 12 ms at HZ=250), so a freeze within
+    // that of the thaw is notified up to 12 ms late: poll both.
+    if (p.pending_stop >= 0) at_most(p.cgroup ? kPollNoticeNs : kPollBackstopNs);
     if (p.pending_run >= 0) at_most(kPollBackstopNs);  // the CPU clock: tick-granular
   }
   return interval;

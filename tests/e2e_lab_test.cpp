@@ -83,8 +83,9 @@ TEST(E2eLab, EverySignalAccountedForAndNothingLeftBehind) {
     // split's definition: its wait is in send).
     ASSERT_TRUE(s["metrics"].contains("send_delay")) << s["name"];
     EXPECT_EQ(s["primary_metric"], "send_delay");
-    if (s["metrics"].contains("recv"))
+    if (s["metrics"].contains("recv")) {
       EXPECT_EQ(s["metrics"]["send_delay"]["count"], s["metrics"]["recv"]["count"]);
+    }
     EXPECT_GE(s["metrics"]["send_delay"]["p50"].get<double>(),
               s["metrics"]["send"]["min"].get<double>());
     if (geteuid() == 0) {

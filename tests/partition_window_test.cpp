@@ -291,6 +291,32 @@ TEST(PartitionWindowTrace, MissingSwitchFromIdle_UsesTheWakeup) {
   EXPECT_EQ(f.first_runs_from_wakeup, 1u);
 }
 
+// Seen on this guest: a kernel thread switched in, its switch to idle and
+// the partition's switch in from idle left out. The partition task's
+// wake-up onto that CPU stands for its start (counted as such).
+TEST(PartitionWindowTrace, MissingSwitchesAfterAKernelThread_UsesTheWakeup) {
+  RunReport r;
+  WindowRecord w;
+  w.partition = 0;
+  w.nominal_start_ns = 1000;
+  w.resume_requested_ns = 1400;
+  w.nominal_end_ns = 9000;
+  w.suspend_requested_ns = 9000;
+  w.stopped_ns = 9100;
+  r.windows.push_back(w);
+  std::vector<SchedEvent> events = {
+      sw(1020, 0, 555, 75),                   // kernel thread 75 in; its switch out is lost
+      {1466, 0, SchedEvent::wakeup, 100, 0},  // partition task woken onto CPU 0
+      sw(6900, 0, 100, 32),                   // out (its switch in was lost)
+      sw(6920, 0, 32, 100),
+      sw(9050, 0, 100, 0),
+  };
+  const lab::TraceFigures f = lab::apply_sched_events(events, {100}, r);
+  EXPECT_EQ(r.windows[0].first_run_ns, 1466);
+  EXPECT_EQ(f.first_runs_from_wakeup, 1u);
+  EXPECT_EQ(r.windows[0].stopped_ns, 9050);
+}
+
 TEST(PartitionWindowTrace, ExitedTid_ReusedByAnotherProcess_NotCounted) {
   RunReport r;
   WindowRecord w;

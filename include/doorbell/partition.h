@@ -44,10 +44,12 @@
 //   for freezers cgroup.events "frozen 1" / freezer.state FROZEN).
 //   overrun = stopped - nominal end: how far the partition ran into the next
 //   window (it includes the scheduler's own wake-up lateness, reported apart
-//   as wake_late). Stops are noticed by SIGCHLD and cgroup.events POLLPRI,
-//   backed by a poll every 250 us while a stop is pending (the v1 freezer,
-//   which has no notification: every 50 us); the notice time is
-//   stop_noticed_ns. The scheduler sleeps between polls: a shorter timeout
+//   as wake_late). Stops are noticed by SIGCHLD, backed by a poll every
+//   250 us while a stop is pending, and a freeze by polling the freezer's
+//   state every 50 us (v1 has no notification; the kernel rate-limits v2's
+//   cgroup.events POLLPRI to one per 12 ms at HZ=250, so a freeze 10 ms
+//   after its thaw is notified late; POLLPRI is watched too); the notice
+//   time is stop_noticed_ns. The scheduler sleeps between polls: a shorter timeout
 //   does not sleep in a VM (arming the timer takes about as long), and the
 //   scheduler would hold at SCHED_FIFO the CPU that a stopping thread waits
 //   for. An observer may refine stopped_ns

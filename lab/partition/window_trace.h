@@ -18,8 +18,10 @@
 //                                its tasks, from the partition's pid on; a
 //                                TID that exits is forgotten (it may be
 //                                reused).
-// A reader thread drains the buffers every 50 ms; the events are kept
-// (24 bytes each) and matched with the windows in refine():
+// A reader thread drains the buffers when a CPU's is a quarter full (8 MB a
+// CPU), and at the end: a drain takes up to a millisecond of CPU, which a
+// partition's stopping threads would wait for. The events are kept (24
+// bytes each) and matched with the windows in refine():
 //   first_run_ns      the first time, at or after resume_requested and
 //                     before suspend_requested, a thread of the partition
 //                     was on a CPU;

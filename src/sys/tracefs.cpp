@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -366,6 +367,20 @@ long long Instance::overruns() const {
     std::free(text);
   }
   return total;
+}
+
+long long Instance::fullest_cpu_bytes() const {
+  long long fullest = 0;
+  const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
+  for (long cpu = 0; cpu < cpus; ++cpu) {
+    const std::string file = "per_cpu/cpu" + std::to_string(cpu) + "/stats";
+    char* text = tracefs_instance_file_read(instance_, file.c_str(), nullptr);
+    if (text == nullptr) continue;
+    if (const char* at = std::strstr(text, "bytes:"))
+      fullest = std::max(fullest, std::strtoll(at + 6, nullptr, 10));
+    std::free(text);
+  }
+  return fullest;
 }
 
 uint64_t Instance::read(const EventFormats& formats,

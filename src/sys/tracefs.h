@@ -156,6 +156,9 @@ class Instance {
   void tracing_off();
   // Events the ring buffer overwrote before they were read, all CPUs.
   long long overruns() const;
+  // The unread bytes of the fullest CPU's ring buffer ("bytes:" of its
+  // per_cpu stats).
+  long long fullest_cpu_bytes() const;
 
   // Reads (consumes) every event waiting in the buffers, calling `on_event`
   // for each one EventFormats knows. Returns the number of events passed.
