@@ -332,6 +332,7 @@ TEST(Guide, FiguresComeFromTheResultsInTheOneSpelling) {
   EXPECT_EQ(guide_figure(results, "p50", "ladder/z"), "not measured");
   EXPECT_EQ(guide_figure(results, "ratio", "x / y"), "3.14x");
   EXPECT_EQ(guide_figure(results, "ratio", "gone"), "not measured");
+  EXPECT_EQ(guide_figure(results, "counter", "ladder/x#over"), "not measured");
   auto check = doorbell::report::check_guide(
       "<!--m:p50 ladder/x-->3.1 µs<!--/m--> and <!--m:ratio x / y-->3.14x<!--/m-->", results);
   EXPECT_EQ(check.figures, 2u);
@@ -342,20 +343,55 @@ TEST(Guide, FiguresComeFromTheResultsInTheOneSpelling) {
             "<!--m:p50 ladder/x-->3.10 µs<!--/m--> and <!--m:ratio x / y-->3.14x<!--/m-->");
 }
 
+// A marker may name a metric other than the primary one, or a counter
+// (median across repetitions): "SCENARIO#NAME".
+TEST(Guide, MarkersNameAMetricOrACounter) {
+  auto results = doorbell::lab::parse_results(
+      R"({"schema": "doorbell-results", "schema_version": 1,
+          "scenarios": [{"name": "e2e/s", "metrics": {"latency": {"p50": 3100},
+                                                      "delay": {"p99": 2.5e6},
+                                                      "ratio": {"unit": "x", "p50": 0.956}},
+                         "counters": {"over_1ms": {"per_repetition": [1, 3, 2], "median": 2},
+                                      "error_percent": {"per_repetition": [1.3333, 1.5],
+                                                        "median": 1.41665}}}]})");
+  using doorbell::report::guide_figure;
+  EXPECT_EQ(guide_figure(results, "p99", "e2e/s#delay"), "2.50 ms");
+  EXPECT_EQ(guide_figure(results, "p50", "e2e/s#ratio"), "0.956 x");
+  EXPECT_EQ(guide_figure(results, "p50", "e2e/s#gone"), "not measured");
+  EXPECT_EQ(guide_figure(results, "counter", "e2e/s#over_1ms"), "2");
+  EXPECT_EQ(guide_figure(results, "counter", "e2e/s#error_percent"), "1.42");
+  EXPECT_EQ(guide_figure(results, "counter", "e2e/s#gone"), "not measured");
+  EXPECT_EQ(guide_figure(results, "counter", "e2e/t#over_1ms"), "not measured");
+}
+
 // The guide's figures equal the committed results file (docs/results/).
 TEST(Guide, FiguresMatchTheCommittedResults) {
   const std::string results =
-      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/firecracker-2vcpu.json";
+      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-amd-epyc-2vcpu.json";
   const std::string guide = std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md";
   auto r = run_doorbell({"guide", results, guide});
   EXPECT_TRUE(r.success()) << r.describe();
   EXPECT_NE(r.out.find(" 0 differ"), std::string::npos) << r.out << r.err;
+  // Every section of the guide quotes at least one checked figure, and the
+  // committed results measure every figure it quotes.
+  const std::string text = read(guide);
+  EXPECT_EQ(text.find("not measured"), std::string::npos);
+  std::size_t sections = 0;
+  for (std::size_t at = text.find("\n## "); at != std::string::npos;
+       at = text.find("\n## ", at + 1)) {
+    const std::size_t end = text.find("\n## ", at + 1);
+    const std::string section = text.substr(at, end == std::string::npos ? end : end - at);
+    ++sections;
+    EXPECT_NE(section.find("<!--m:"), std::string::npos)
+        << "a guide section without a checked figure: " << section.substr(0, 80);
+  }
+  EXPECT_GE(sections, 10u);
 }
 
 TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
   fs::path dir = work_dir("guide_drift");
   const std::string results =
-      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/firecracker-2vcpu.json";
+      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-amd-epyc-2vcpu.json";
   std::string guide = read(std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md");
   std::regex first_figure("(<!--m:p50 ladder/signal_kill_handler-->)[^<]*(<!--/m-->)");
   ASSERT_TRUE(std::regex_search(guide, first_figure));

@@ -32,8 +32,13 @@ ResultsFile synthetic() {
                                {{"latency", metric(2, 3)}}));
   scenarios.push_back(scenario("ladder/syscall_getpid", json::object(), "latency",
                                {{"latency", metric(250, 300)}}));
-  for (const auto& [method, rtt] : std::vector<std::pair<std::string, double>>{
-           {"futex", 9000}, {"busy_poll", 100}, {"bell_spin", 200}, {"eventfd", 12000}})
+  for (const auto& [method, rtt] :
+       std::vector<std::pair<std::string, double>>{{"futex", 9000},
+                                                   {"busy_poll", 100},
+                                                   {"bell_spin", 200},
+                                                   {"eventfd", 12000},
+                                                   {"atomic_wait", 280},
+                                                   {"binary_semaphore", 300}})
     scenarios.push_back(scenario("wakeup/rtt:method=" + method + ",pin=other",
                                  {{"method", method}, {"pin", "other"}}, "rtt",
                                  {{"rtt", metric(rtt, rtt * 2)}}));
@@ -72,7 +77,9 @@ TEST(Summary, EachLineHasItsFigureAndItsScenarios) {
             "500x an atomic store+load and 4x a syscall (kill + handler 1.00 µs p50)");
   EXPECT_EQ(lines[0].scenarios.size(), 3u);
 
-  // busy_poll and spinning methods do not sleep; same-core rows are not cross-core.
+  // busy_poll and spinning methods do not sleep (std::atomic::wait and
+  // binary_semaphore spin in libstdc++ first); same-core rows are not
+  // cross-core.
   EXPECT_NE(lines[1].text.find("futex, round trip 9.00 µs p50"), std::string::npos)
       << lines[1].text;
   EXPECT_EQ(lines[1].scenarios, std::vector<std::string>{"wakeup/rtt:method=futex,pin=other"});

@@ -23,6 +23,18 @@ std::vector<GuideMarker> parse_guide_markers(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// A counter's median across repetitions: whole numbers as such, others with
+// three significant figures ("1.33", "0.142").
+std::string format_count(double value) {
+  if (std::nearbyint(value) == value && std::fabs(value) < 1e15)
+    return fmt::format("{:.0f}", value);
+  return fmt::format("{:.3g}", value);
+}
+
+}  // namespace
+
 std::string guide_figure(const lab::ResultsFile& results, const std::string& kind,
                          const std::string& source) {
   const char* const not_measured = "not measured";
@@ -31,12 +43,23 @@ std::string guide_figure(const lab::ResultsFile& results, const std::string& kin
       if (r.name == source && std::isfinite(r.value)) return lab::format_ratio(r.value);
     return not_measured;
   }
-  const lab::ScenarioRecord* s = results.find(source);
+  // "SCENARIO#NAME": a metric (or, for "counter", a counter) other than the
+  // scenario's primary one.
+  const std::size_t hash = source.rfind('#');
+  const std::string scenario = hash == std::string::npos ? source : source.substr(0, hash);
+  const std::string name = hash == std::string::npos ? "" : source.substr(hash + 1);
+  const lab::ScenarioRecord* s = results.find(scenario);
   if (!s || !s->ok()) return not_measured;
-  const lab::MetricRecord* m = s->primary();
+  if (kind == "counter") {
+    for (const auto& c : s->counters)
+      if (c.name == name && std::isfinite(c.spread.median)) return format_count(c.spread.median);
+    return not_measured;
+  }
+  const lab::MetricRecord* m = name.empty() ? s->primary() : s->metric(name);
   if (!m) return not_measured;
   const double value = m->summary.statistic(kind);
   if (!std::isfinite(value)) return not_measured;
+  if (m->unit != "ns") return format_count(value) + (m->unit.empty() ? "" : " " + m->unit);
   return lab::format_duration(value);
 }
 

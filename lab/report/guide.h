@@ -8,7 +8,14 @@
 //   <!--m:ratio self-signal / syscall-->3.83x<!--/m-->
 //
 // "p50", "p90", "p99", "p99.9", "mean", "max" or "min" take that statistic
-// of the scenario's primary metric, written by lab::format_duration;
+// of the scenario's primary metric, written by lab::format_duration (a
+// metric whose unit is not "ns": the number and its unit);
+// "SCENARIO#METRIC" names another metric of the scenario:
+//
+//   <!--m:p99 e2e/signal:threads=8,policy=stock,main=busy#delay-->...<!--/m-->
+//
+// "counter" takes the median across repetitions of a counter, named the same
+// way ("<!--m:counter partition/case_study:...#over_1ms-->"), as a number;
 // "ratio" takes a registered ratio's value, written by lab::format_ratio. A
 // figure whose scenario or ratio is not in the results (or did not run)
 // reads "not measured". A marker's kind is lowercase letters, digits and
