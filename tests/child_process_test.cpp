@@ -119,6 +119,25 @@ TEST(ChildProcess, MoveKeepsOneOwner) {
   EXPECT_EQ(b.wait().exit_code(), 5);
 }
 
+// Move-assigning over a running child releases it as the destructor does:
+// killed and reaped, never left as a zombie or running unowned.
+TEST(ChildProcess, MoveAssignmentReleasesTheRunningChildItReplaces) {
+  auto a = ChildProcess::spawn({"sleep", "30"});
+  const pid_t replaced = a.pid();
+  auto b = ChildProcess::spawn({"/bin/sh", "-c", "exit 7"});
+  const pid_t kept = b.pid();
+  a = std::move(b);
+  EXPECT_EQ(::kill(replaced, 0), -1) << "the replaced child (or its zombie) is still there";
+  EXPECT_EQ(errno, ESRCH);
+  EXPECT_EQ(a.pid(), kept);
+  EXPECT_EQ(a.wait().exit_code(), 7);
+  // Self-assignment leaves the child alone.
+  auto c = ChildProcess::spawn({"sleep", "30"});
+  ChildProcess& alias = c;
+  c = std::move(alias);
+  EXPECT_EQ(::kill(c.pid(), 0), 0);
+}
+
 TEST(ChildProcess, EnvironmentAndStdoutAreSet) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);
