@@ -388,6 +388,17 @@ TEST(Guide, FiguresMatchTheCommittedResults) {
   EXPECT_GE(sections, 10u);
 }
 
+// The README's figures equal the committed results file too.
+TEST(Guide, ReadmeFiguresMatchTheCommittedResults) {
+  const std::string results =
+      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-amd-epyc-2vcpu.json";
+  const std::string readme = std::string(DOORBELL_SOURCE_DIR) + "/README.md";
+  auto r = run_doorbell({"guide", results, readme});
+  EXPECT_TRUE(r.success()) << r.describe();
+  EXPECT_NE(r.out.find(" 0 differ"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(read(readme).find("not measured"), std::string::npos);
+}
+
 TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
   fs::path dir = work_dir("guide_drift");
   const std::string results =
