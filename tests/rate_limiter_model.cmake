@@ -34,3 +34,49 @@ doorbell_add_spin_model(
 doorbell_add_spin_model(
   NAME rate_limiter_model_wrap_raise_after MODEL ${_rl_wrap} EXPECT fail DEFINES -DRAISE_AFTER
   ERROR_PATTERN "assertion violated \\(\\(\\(word_count==0\\)&&\\(word_full==0\\)\\)\\|\\|\\(ef>word_full\\)\\)")
+
+# ShardedRateLimiter's lease path (issue 18): owners on their own cells, a
+# signal handler on an owner, sharers with atomic RMWs, window roll-over.
+# Exactness, at most burst tokens handed out per window, leases spent only
+# in their window (or by stale callers), the under-admission bound, token
+# conservation. Each faulty variant trips its own assertion; the bound is
+# reached (SLACK one below it fails).
+set(_rl_lease ${CMAKE_CURRENT_SOURCE_DIR}/models/rate_limiter_lease.pml)
+doorbell_add_spin_model(NAME rate_limiter_model_lease_two_owners MODEL ${_rl_lease} EXPECT pass)
+doorbell_add_spin_model(NAME rate_limiter_model_lease_burst_four_lease_three MODEL ${_rl_lease}
+                        EXPECT pass DEFINES -DB=4 -DL=3)
+doorbell_add_spin_model(NAME rate_limiter_model_lease_signal_handler MODEL ${_rl_lease} EXPECT pass
+                        DEFINES -DHANDLER=1 -DOWNERS=1 -DB=4)
+doorbell_add_spin_model(NAME rate_limiter_model_lease_signal_handler_two_owners MODEL ${_rl_lease}
+                        EXPECT pass DEFINES -DHANDLER=1 -DCALLS=1)
+doorbell_add_spin_model(NAME rate_limiter_model_lease_sharers MODEL ${_rl_lease} EXPECT pass
+                        DEFINES -DSHARERS=2 -DOWNERS=1 -DCALLS=1 -DB=4 -DW=2)
+doorbell_add_spin_model(NAME rate_limiter_model_lease_slack_below_bound MODEL ${_rl_lease}
+                        EXPECT fail DEFINES -DB=4 -DSLACK=1
+                        ERROR_PATTERN "assertion violated \\(\\(4-(sa|admitted\\[e\\])\\)<=1\\)")
+doorbell_add_spin_model(
+  NAME rate_limiter_model_lease_store_no_window_check MODEL ${_rl_lease} EXPECT fail
+  DEFINES -DSTORE_NO_WINDOW_CHECK ERROR_PATTERN "assertion violated \\(k==handed\\[i\\]\\)")
+doorbell_add_spin_model(NAME rate_limiter_model_lease_take_any_window MODEL ${_rl_lease}
+                        EXPECT fail DEFINES -DTAKE_ANY_WINDOW
+                        ERROR_PATTERN "assertion violated \\(lw>=e\\)")
+doorbell_add_spin_model(
+  NAME rate_limiter_model_lease_fast_take_any_window MODEL ${_rl_lease} EXPECT fail
+  DEFINES -DFAST_TAKE_ANY_WINDOW -DB=2 -DNO_CONSERVATION_ASSERT
+  ERROR_PATTERN "assertion violated \\(admitted\\[e\\]<=2\\)")
+doorbell_add_spin_model(NAME rate_limiter_model_lease_grant_uncut MODEL ${_rl_lease} EXPECT fail
+                        DEFINES -DGRANT_UNCUT ERROR_PATTERN "assertion violated \\(handed\\[gw\\]<=3\\)")
+
+# allow(n) (issue 18): n = 2 and n = 1 at once. Exactness, and a denial of n
+# only when fewer than n were left at the read it decided on.
+set(_rl_allow_n ${CMAKE_CURRENT_SOURCE_DIR}/models/rate_limiter_allow_n.pml)
+doorbell_add_spin_model(NAME rate_limiter_model_allow_n MODEL ${_rl_allow_n} EXPECT pass)
+doorbell_add_spin_model(NAME rate_limiter_model_allow_n_three_callers MODEL ${_rl_allow_n}
+                        EXPECT pass DEFINES -DNP=3 -DCALLS=1)
+doorbell_add_spin_model(NAME rate_limiter_model_allow_n_burst_one MODEL ${_rl_allow_n} EXPECT pass
+                        DEFINES -DB=1)
+doorbell_add_spin_model(NAME rate_limiter_model_allow_n_admit_over MODEL ${_rl_allow_n} EXPECT fail
+                        DEFINES -DADMIT_OVER ERROR_PATTERN "assertion violated \\(admitted\\[ww\\]<=3\\)")
+doorbell_add_spin_model(
+  NAME rate_limiter_model_allow_n_deny_on_contention MODEL ${_rl_allow_n} EXPECT fail
+  DEFINES -DDENY_ON_CONTENTION ERROR_PATTERN "assertion violated \\(\\(3-sa\\)<n\\)")

@@ -126,7 +126,8 @@
 //  could find the word holding the same value again and move it back. In sharded mode
 //  a slot's leased tokens are likewise taken for current when the slot was
 //  idle for 2^32 - 2^20 to 2^32 windows (mod 2^32); a caller more than
-//  2^20 windows stale does not spend its slot's lease.
+//  2^20 windows stale does not spend its slot's lease. The lease path and
+//  allow(n), without the wrap: tests/models/rate_limiter_{lease,allow_n}.pml.
 //
 // Memory ordering
 //  The limiter hands out decisions, not data: admissions and denials are
