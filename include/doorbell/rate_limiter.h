@@ -94,7 +94,10 @@
 //  calling are stranded until the window ends, so a window may deny calls
 //  while up to kSlots * (lease - 1) of its `burst` tokens sit unused in other
 //  owners' cells (2 * kSlots * (lease - 1) with more than 16 threads, whose
-//  shared cells lease too). An owner takes a leased token with one unlocked
+//  shared cells lease too). Each refill of a cell that overlaps another
+//  refill of the same cell (an owner and a signal handler interrupting it,
+//  or sharers of a cell) may strand up to lease - 1 more: the bound is
+//  (lease - 1) per refill under way at once. An owner takes a leased token with one unlocked
 //  cmpxchg. allow(n) with n > 1 always goes to the shared word.
 //
 // Timestamps and the default clock
