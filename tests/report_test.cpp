@@ -388,15 +388,18 @@ TEST(Guide, FiguresMatchTheCommittedResults) {
   EXPECT_GE(sections, 10u);
 }
 
-// The README's figures equal the committed results file too.
-TEST(Guide, ReadmeFiguresMatchTheCommittedResults) {
+// The README's and docs/delivery.md's figures equal the committed results
+// file too.
+TEST(Guide, ReadmeAndDeliveryFiguresMatchTheCommittedResults) {
   const std::string results =
       std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-amd-epyc-2vcpu.json";
-  const std::string readme = std::string(DOORBELL_SOURCE_DIR) + "/README.md";
-  auto r = run_doorbell({"guide", results, readme});
-  EXPECT_TRUE(r.success()) << r.describe();
-  EXPECT_NE(r.out.find(" 0 differ"), std::string::npos) << r.out << r.err;
-  EXPECT_EQ(read(readme).find("not measured"), std::string::npos);
+  for (const char* doc : {"/README.md", "/docs/delivery.md"}) {
+    const std::string path = std::string(DOORBELL_SOURCE_DIR) + doc;
+    auto r = run_doorbell({"guide", results, path});
+    EXPECT_TRUE(r.success()) << doc << ": " << r.describe();
+    EXPECT_NE(r.out.find(" 0 differ"), std::string::npos) << r.out << r.err;
+    EXPECT_EQ(read(path).find("not measured"), std::string::npos) << doc;
+  }
 }
 
 TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
