@@ -266,16 +266,21 @@ TEST(PartitionWindowTrace, StopTime_LastSwitchOutAfterTheSuspension) {
   EXPECT_EQ(f.stops, 1u);
 }
 
-TEST(PartitionWindowTrace, MissingSwitchFromIdle_UsesTheWakeup) {
-  RunReport r;
+// A window of partition 0 with the given times, for the trace tests.
+WindowRecord traced(int64_t start, int64_t resume, int64_t end, int64_t suspend, int64_t stopped) {
   WindowRecord w;
   w.partition = 0;
-  w.nominal_start_ns = 1000;
-  w.resume_requested_ns = 1000;
-  w.nominal_end_ns = 2000;
-  w.suspend_requested_ns = 2000;
-  w.stopped_ns = 2050;
-  r.windows.push_back(w);
+  w.nominal_start_ns = start;
+  w.resume_requested_ns = resume;
+  w.nominal_end_ns = end;
+  w.suspend_requested_ns = suspend;
+  w.stopped_ns = stopped;
+  return w;
+}
+
+TEST(PartitionWindowTrace, MissingSwitchFromIdle_UsesTheWakeup) {
+  RunReport r;
+  r.windows.push_back(traced(1000, 1000, 2000, 2000, 2050));
   // CPU 1 went idle; 100 is woken there at 1003 and switched out at 2040,
   // but the switch from idle to 100 was not emitted. A wake-up of an
   // unrelated task is ignored; 200 (exited, not ours) too.
@@ -296,14 +301,7 @@ TEST(PartitionWindowTrace, MissingSwitchFromIdle_UsesTheWakeup) {
 // wake-up onto that CPU stands for its start (counted as such).
 TEST(PartitionWindowTrace, MissingSwitchesAfterAKernelThread_UsesTheWakeup) {
   RunReport r;
-  WindowRecord w;
-  w.partition = 0;
-  w.nominal_start_ns = 1000;
-  w.resume_requested_ns = 1400;
-  w.nominal_end_ns = 9000;
-  w.suspend_requested_ns = 9000;
-  w.stopped_ns = 9100;
-  r.windows.push_back(w);
+  r.windows.push_back(traced(1000, 1400, 9000, 9000, 9100));
   std::vector<SchedEvent> events = {
       sw(1020, 0, 555, 75),                   // kernel thread 75 in; its switch out is lost
       {1466, 0, SchedEvent::wakeup, 100, 0},  // partition task woken onto CPU 0

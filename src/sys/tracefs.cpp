@@ -356,30 +356,30 @@ void Instance::tracing_off() {
   tracefs_trace_off(instance_);
 }
 
-long long Instance::overruns() const {
-  long long total = 0;
+std::vector<long long> Instance::per_cpu_stat(const char* field) const {
+  std::vector<long long> values;
   const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
+  const std::size_t length = std::strlen(field);
   for (long cpu = 0; cpu < cpus; ++cpu) {
     const std::string file = "per_cpu/cpu" + std::to_string(cpu) + "/stats";
     char* text = tracefs_instance_file_read(instance_, file.c_str(), nullptr);
     if (text == nullptr) continue;
-    if (const char* at = std::strstr(text, "overrun:")) total += std::strtoll(at + 8, nullptr, 10);
+    if (const char* at = std::strstr(text, field))
+      values.push_back(std::strtoll(at + length, nullptr, 10));
     std::free(text);
   }
+  return values;
+}
+
+long long Instance::overruns() const {
+  long long total = 0;
+  for (const long long n : per_cpu_stat("overrun:")) total += n;
   return total;
 }
 
 long long Instance::fullest_cpu_bytes() const {
   long long fullest = 0;
-  const long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
-  for (long cpu = 0; cpu < cpus; ++cpu) {
-    const std::string file = "per_cpu/cpu" + std::to_string(cpu) + "/stats";
-    char* text = tracefs_instance_file_read(instance_, file.c_str(), nullptr);
-    if (text == nullptr) continue;
-    if (const char* at = std::strstr(text, "bytes:"))
-      fullest = std::max(fullest, std::strtoll(at + 6, nullptr, 10));
-    std::free(text);
-  }
+  for (const long long n : per_cpu_stat("bytes:")) fullest = std::max(fullest, n);
   return fullest;
 }
 

@@ -159,6 +159,8 @@ class Instance {
   // The unread bytes of the fullest CPU's ring buffer ("bytes:" of its
   // per_cpu stats).
   long long fullest_cpu_bytes() const;
+  // One number of every CPU's per_cpu stats, by its field ("overrun:").
+  std::vector<long long> per_cpu_stat(const char* field) const;
 
   // Reads (consumes) every event waiting in the buffers, calling `on_event`
   // for each one EventFormats knows. Returns the number of events passed.
