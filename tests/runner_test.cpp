@@ -35,6 +35,7 @@ const Registrar kTestScenarios{std::vector<Scenario>{
            while (ctx.keep_going(n)) {
              ctx.metric().record(ctx.repetition() + 1.0);
              ctx.metric("other").record(7.0);
+             (void)ctx.metric("never");  // a distribution nothing went into
              ++n;
            }
            ctx.counter("sent", 100);
@@ -262,6 +263,12 @@ TEST(Results, TableNamesSkipsFailuresAndRatios) {
   EXPECT_NE(text.find("FAILED: broken"), std::string::npos);
   EXPECT_NE(text.find("known / other"), std::string::npos);
   EXPECT_NE(text.find("made up"), std::string::npos);
+  // An empty distribution says so instead of printing zeros.
+  const std::size_t never = text.find("    never");
+  ASSERT_NE(never, std::string::npos) << text;
+  EXPECT_NE(text.substr(never, text.find('\n', never) - never).find("no samples"),
+            std::string::npos)
+      << text;
 }
 
 TEST(Results, FormatDuration) {

@@ -266,6 +266,12 @@ void print_table(const RunResults& results, std::ostream& out) {
     for (const auto& m : r.metrics) {
       const Summary& s = m.summary;
       const std::string label = m.name == sc.primary_metric ? title : std::string("    ") + m.name;
+      if (s.count == 0) {
+        // An empty distribution has no percentiles: never print it as zeros.
+        out << fmt::format("  {:<44} {:>5} no samples in this run{}\n", label, clock_name(sc.clock),
+                           sc.primary_metric == m.name ? "" : " (nothing of this kind happened)");
+        continue;
+      }
       out << fmt::format("  {:<44} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  {} / {} / {}\n",
                          label, clock_name(sc.clock), format_duration(s.p50),
                          format_duration(s.p90), format_duration(s.p99), format_duration(s.p999),
