@@ -117,6 +117,7 @@ std::string single_run_table(const std::vector<std::string>& names, const Labele
     const MetricRecord* m = s ? s->primary() : nullptr;
     h += "<tr><td><code>" + escape_html(n) + "</code>" +
          (s && !s->title.empty() ? "<br>" + escape_html(s->title) : "") + "</td>" + status_cell(s);
+    if (m && m->summary.count == 0) m = nullptr;  // empty: shown as "–", never zeros
     h += "<td>" + (m ? escape_html(m->name) : "") + "</td>";
     h += num_cell(m ? format_duration(m->summary.p50) : "–") +
          num_cell(m ? format_duration(m->summary.p90) : "–") +
@@ -137,6 +138,10 @@ std::string single_run_table(const std::vector<std::string>& names, const Labele
         h += "<br><span class=\"note\">other metrics: ";
         for (const auto& o : s->metrics) {
           if (m && o.name == m->name) continue;
+          if (o.summary.count == 0) {  // empty: no percentiles, never zeros
+            h += escape_html(o.name) + " no samples; ";
+            continue;
+          }
           h += escape_html(o.name) + " p50 " + format_duration(o.summary.p50) + ", p99 " +
                format_duration(o.summary.p99) + "; ";
         }
