@@ -568,6 +568,42 @@ TEST(PartitionWindowRun, StopLead_IssuedBeforeTheEndAndReported) {
   EXPECT_GT(report.summaries[0].stop_lead_max_ns, 0);
   std::filesystem::remove_all(dir);
 }
+
+// Handover: at a boundary where A's window ends and B's begins, B is resumed
+// only once A's stop was noticed, or max_handover after the boundary at the
+// latest. Before the handover B was resumed right after A's suspension was
+// issued, and B then held the CPU that A's last threads needed to stop.
+// (No observer: stopped_ns is the time the scheduler noticed the stop.)
+TEST(PartitionWindowRun, Handover_IncomingResumedOnlyAfterTheOutgoingStopped) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  const std::string dir = temp_dir();
+  for (const SuspendMethod method : {SuspendMethod::sigstop_all_threads, SuspendMethod::freezer}) {
+    Schedule s = busy_pair(dir, method, 4);
+    Scheduler scheduler(s);
+    RunOptions options;
+    options.frames = 20;
+    const RunReport report = scheduler.run(options);
+    std::size_t checked = 0;
+    for (const WindowRecord& w : report.windows) {
+      if (w.resume_requested_ns == 0) continue;
+      for (const WindowRecord& before : report.windows) {
+        if (before.partition == w.partition || before.nominal_end_ns != w.nominal_start_ns ||
+            before.stopped_ns == 0 || before.never_stopped)
+          continue;
+        ++checked;
+        const bool after_stop = w.resume_requested_ns >= before.stopped_ns;
+        const bool handover_ran_out =
+            w.resume_requested_ns >= w.nominal_start_ns + options.max_handover_ns;
+        EXPECT_TRUE(after_stop || handover_ran_out)
+            << report.method << " frame " << w.frame << ": resumed "
+            << (before.stopped_ns - w.resume_requested_ns) / 1000
+            << " us before the outgoing partition was stopped";
+      }
+    }
+    EXPECT_GE(checked, 20u) << report.method;
+  }
+  std::filesystem::remove_all(dir);
+}
 #endif
 
 }  // namespace
