@@ -588,10 +588,13 @@ TEST(PartitionWindowRun, Handover_IncomingResumedOnlyAfterTheOutgoingStopped) {
       if (w.resume_requested_ns == 0) continue;
       for (const WindowRecord& before : report.windows) {
         if (before.partition == w.partition || before.nominal_end_ns != w.nominal_start_ns ||
-            before.stopped_ns == 0 || before.never_stopped)
+            before.partition_gone)
           continue;
         ++checked;
-        const bool after_stop = w.resume_requested_ns >= before.stopped_ns;
+        // A stop never noticed before B's window (never_stopped, as on a
+        // loaded machine) must have let the handover run out.
+        const bool after_stop = !before.never_stopped && before.stopped_ns > 0 &&
+                                w.resume_requested_ns >= before.stopped_ns;
         const bool handover_ran_out =
             w.resume_requested_ns >= w.nominal_start_ns + options.max_handover_ns;
         EXPECT_TRUE(after_stop || handover_ran_out)
@@ -600,7 +603,7 @@ TEST(PartitionWindowRun, Handover_IncomingResumedOnlyAfterTheOutgoingStopped) {
             << " us before the outgoing partition was stopped";
       }
     }
-    EXPECT_GE(checked, 20u) << report.method;
+    EXPECT_GE(checked, 30u) << report.method;  // 39 boundaries where one window follows another
   }
   std::filesystem::remove_all(dir);
 }
