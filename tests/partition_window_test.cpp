@@ -204,15 +204,21 @@ SchedEvent sw(uint64_t ts, int cpu, pid_t prev, pid_t next) {
   return {ts, cpu, SchedEvent::switch_, prev, next};
 }
 
-TEST(PartitionWindowTrace, FirstRunAndCpuAfterEnd_FromSwitches) {
-  RunReport r;
+// A window of partition 0 with the given times, for the trace tests.
+WindowRecord traced(int64_t start, int64_t resume, int64_t end, int64_t suspend, int64_t stopped) {
   WindowRecord w;
   w.partition = 0;
-  w.nominal_start_ns = 1000;
-  w.resume_requested_ns = 1010;
-  w.nominal_end_ns = 2000;
-  w.suspend_requested_ns = 2005;
-  w.stopped_ns = 2300;
+  w.nominal_start_ns = start;
+  w.resume_requested_ns = resume;
+  w.nominal_end_ns = end;
+  w.suspend_requested_ns = suspend;
+  w.stopped_ns = stopped;
+  return w;
+}
+
+TEST(PartitionWindowTrace, FirstRunAndCpuAfterEnd_FromSwitches) {
+  RunReport r;
+  WindowRecord w = traced(1000, 1010, 2000, 2005, 2300);
   w.first_run_ns = 5000;      // a tick-late clock figure, replaced
   w.cpu_after_end_ns = 4000;  // replaced
   r.windows.push_back(w);
@@ -237,13 +243,7 @@ TEST(PartitionWindowTrace, FirstRunAndCpuAfterEnd_FromSwitches) {
 TEST(PartitionWindowTrace, StopTime_LastSwitchOutAfterTheSuspension) {
   RunReport r;
   auto make = [](int64_t end, int64_t suspend, int64_t noticed) {
-    WindowRecord w;
-    w.partition = 0;
-    w.nominal_start_ns = end - 1000;
-    w.resume_requested_ns = end - 1000;
-    w.nominal_end_ns = end;
-    w.suspend_requested_ns = suspend;
-    w.stopped_ns = noticed;
+    WindowRecord w = traced(end - 1000, end - 1000, end, suspend, noticed);
     w.stop_noticed_ns = noticed;
     return w;
   };
@@ -264,18 +264,6 @@ TEST(PartitionWindowTrace, StopTime_LastSwitchOutAfterTheSuspension) {
   EXPECT_EQ(r.windows[1].stopped_ns, 4400);
   EXPECT_EQ(r.windows[2].stopped_ns, 6900);
   EXPECT_EQ(f.stops, 1u);
-}
-
-// A window of partition 0 with the given times, for the trace tests.
-WindowRecord traced(int64_t start, int64_t resume, int64_t end, int64_t suspend, int64_t stopped) {
-  WindowRecord w;
-  w.partition = 0;
-  w.nominal_start_ns = start;
-  w.resume_requested_ns = resume;
-  w.nominal_end_ns = end;
-  w.suspend_requested_ns = suspend;
-  w.stopped_ns = stopped;
-  return w;
 }
 
 TEST(PartitionWindowTrace, MissingSwitchFromIdle_UsesTheWakeup) {
@@ -317,13 +305,7 @@ TEST(PartitionWindowTrace, MissingSwitchesAfterAKernelThread_UsesTheWakeup) {
 
 TEST(PartitionWindowTrace, ExitedTid_ReusedByAnotherProcess_NotCounted) {
   RunReport r;
-  WindowRecord w;
-  w.partition = 0;
-  w.resume_requested_ns = 1000;
-  w.nominal_end_ns = 2000;
-  w.suspend_requested_ns = 2000;
-  w.stopped_ns = 3000;
-  r.windows.push_back(w);
+  r.windows.push_back(traced(0, 1000, 2000, 2000, 3000));
   std::vector<SchedEvent> events = {
       {100, 0, SchedEvent::fork, 100, 101},
       {200, 0, SchedEvent::exit, 101, 0},
