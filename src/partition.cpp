@@ -733,7 +733,7 @@ bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
   if (ready <= 0) {
     // Nothing ready (timeout or EINTR): pending stops and first runs are
     // still checked (they are polled while pending).
-    for (pollfd& f : fds) f.revents = 0;
+    for (nfds_t i = 0; i < n; ++i) fds[i].revents = 0;
   }
   if (fds[1].revents & POLLIN) {
     signalfd_siginfo ignored;
