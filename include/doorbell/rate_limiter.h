@@ -82,7 +82,7 @@
 //  read-modify-writes: still exact, a locked add per denial. After fork()
 //  the child's thread keeps its slot (pthread_atfork; a child of a raw
 //  clone() or _Fork() that calls a limiter is not covered). A limiter
-//  occupies 1088 bytes. For very many limiters (one per flow), prefer a few
+//  occupies 1152 bytes. For very many limiters (one per flow), prefer a few
 //  limiters keyed by class.
 //
 // ShardedRateLimiter (same interface; RateLimitOptions::lease)
@@ -401,6 +401,18 @@ class BasicRateLimiter {
   uint32_t lease() const noexcept { return lease_; }
   static constexpr bool sharded() noexcept { return kSharded; }
   bool enabled() const noexcept { return interval_ns_ != 0; }
+
+  // For tests: where the hot fields lie, in bytes from the limiter's start.
+  // `config` is interval, inverse, burst and lease (read by every call),
+  // `word` the shared word (written by admissions, leases and openings),
+  // `slots` the first slot.
+  struct Layout {
+    std::size_t config, word, slots, size;
+  };
+  static constexpr Layout layout() noexcept {
+    return {offsetof(BasicRateLimiter, interval_ns_), offsetof(BasicRateLimiter, word_),
+            offsetof(BasicRateLimiter, slots_), sizeof(BasicRateLimiter)};
+  }
 
   // The window number a timestamp falls in (the low 32 bits of
   // full_window_of(), as kept in the shared word and in verdicts).
@@ -721,19 +733,22 @@ class BasicRateLimiter {
     return verdict(true, report, granted_window);
   }
 
-  // Line 1: the shared word and the configuration it is read with (one cache
-  // miss brings both); `reported_` changes once per window at most.
+  // Line 1: the shared word, and what changes with it: `reported_` (once
+  // per window at most) and `newest_`, the newest full (64-bit) window a
+  // caller claimed to open (see claim_open(); written once per window
+  // opening, read only when the word's window is not the caller's).
   alignas(64) std::atomic<uint64_t> word_{0};
-  uint64_t interval_ns_ = 0;  // 0: disabled
-  uint64_t inverse_ = 0;      // floor((2^64 - 1) / interval)
+  std::atomic<uint64_t> reported_{0};
+  std::atomic<uint64_t> newest_{0};
+  // Line 2: the configuration, read by every call and never written after
+  // construction, so that it stays in every core's cache. (On the shared
+  // word's line, each admission or lease by one core cost every other core
+  // a miss on its next call, even a call that never needs the word.)
+  alignas(64) uint64_t interval_ns_ = 0;  // 0: disabled
+  uint64_t inverse_ = 0;                  // floor((2^64 - 1) / interval)
   uint32_t burst_ = 0;
   uint32_t lease_ = 0;
-  std::atomic<uint64_t> reported_{0};
-  // The newest full (64-bit) window a caller claimed to open; see
-  // claim_open(). Written once per window opening, read only when the
-  // word's window is not the caller's.
-  std::atomic<uint64_t> newest_{0};
-  // Lines 2-17: per-thread slots.
+  // Lines 3-18: per-thread slots.
   Slot slots_[kSlots];
 };
 
