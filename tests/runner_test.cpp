@@ -228,6 +228,33 @@ TEST(Runner, RatioWithZeroOrMissingDenominatorSaysWhy) {
   EXPECT_EQ(out.str().find("n/a"), std::string::npos) << out.str();
 }
 
+// One scenario's two metrics: a baseline measured interleaved with the
+// primary metric (the rate limiter's on/off), and a numerator metric the
+// scenario did not record, which says so.
+TEST(Runner, RatioOfTwoMetricsOfOneScenario) {
+  const Scenario both{.name = "ratiotest/both", .group = "ratiotest"};
+  RunResults results;
+  results.scenarios.push_back(result_of(both, {{"latency", 8.0}, {"baseline", 6.0}}));
+  const std::vector<Ratio> ratios = {{.name = "baseline / latency",
+                                      .numerator = "ratiotest/both",
+                                      .denominator = "ratiotest/both",
+                                      .numerator_metric = "baseline"},
+                                     {.name = "absent / latency",
+                                      .numerator = "ratiotest/both",
+                                      .denominator = "ratiotest/both",
+                                      .numerator_metric = "absent"}};
+  results.ratios = compute_ratios(results.scenarios, ratios);
+  ASSERT_EQ(results.ratios.size(), 2u);
+  ASSERT_TRUE(results.ratios[0].available) << results.ratios[0].why;
+  EXPECT_NEAR(results.ratios[0].value, 0.75, 0.75 / 64);
+  EXPECT_FALSE(results.ratios[1].available);
+  EXPECT_NE(results.ratios[1].why.find("absent"), std::string::npos) << results.ratios[1].why;
+
+  const nlohmann::json j = to_json(results, "9.9");
+  EXPECT_EQ(j["ratios"][0]["numerator_metric"], "baseline");
+  EXPECT_FALSE(j["ratios"][0].contains("metric"));
+}
+
 TEST(Results, JsonCarriesSchemaEnvironmentAndEveryScenario) {
   auto options = options_for({"test/*"}, 2);
   options.suite = "full";

@@ -143,6 +143,7 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
     rj["value"] = r.available ? json(r.value) : json(nullptr);
     if (!r.available) rj["why"] = r.why;  // the reason beside the null value
     if (!r.ratio->metric.empty()) rj["metric"] = r.ratio->metric;
+    if (!r.ratio->numerator_metric.empty()) rj["numerator_metric"] = r.ratio->numerator_metric;
     rj["reference"] = r.ratio->reference > 0 ? json(r.ratio->reference) : json(nullptr);
     rj["reference_source"] = r.ratio->reference_source;
     rj["versus_reference"] =

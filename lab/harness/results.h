@@ -22,7 +22,8 @@
 //     "notes": [...]}],
 //   "ratios": [{"name", "numerator", "denominator", "statistic", "available", "value",
 //               "why" (only when value is null: the reason), "metric" (only when not the
-//               primary), "reference", "reference_source", "versus_reference", "meaning"}],
+//               primary), "numerator_metric" (only when the numerator's differs),
+//               "reference", "reference_source", "versus_reference", "meaning"}],
 //   "references": [{"scenario", "what", "value_ns", "statistic", "source", "ours_ns",
 //                   "metric" (only when not the primary)}]
 // }

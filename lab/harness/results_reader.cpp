@@ -264,6 +264,7 @@ RatioRecord read_ratio(const json& value, std::size_t index) {
   r.meaning = f.text("meaning");
   r.why = f.text("why");
   r.metric = f.text("metric");
+  r.numerator_metric = f.text("numerator_metric");
   return r;
 }
 

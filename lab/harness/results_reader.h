@@ -127,6 +127,7 @@ struct RatioRecord {
   std::string meaning;
   std::string why;     // when not available: why (written from this version on; may be empty)
   std::string metric;  // the metric compared; empty: each scenario's primary one
+  std::string numerator_metric;  // the numerator's, when not `metric` (may be empty)
 };
 
 // A published figure beside our scenario.

@@ -202,9 +202,11 @@ std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scena
     const ScenarioResult* num = find(ratio.numerator);
     const ScenarioResult* den = find(ratio.denominator);
     if (num == nullptr || den == nullptr) continue;  // not selected in this run
-    const MetricResult* a = ratio.metric.empty() ? num->primary() : num->metric(ratio.metric);
+    const std::string& num_metric =
+        ratio.numerator_metric.empty() ? ratio.metric : ratio.numerator_metric;
+    const MetricResult* a = num_metric.empty() ? num->primary() : num->metric(num_metric);
     const MetricResult* b = ratio.metric.empty() ? den->primary() : den->metric(ratio.metric);
-    r.why = why_not_measured(*num, ratio.metric);
+    r.why = why_not_measured(*num, num_metric);
     if (r.why.empty()) r.why = why_not_measured(*den, ratio.metric);
     if (r.why.empty()) {
       const double x = statistic(a->summary, ratio.statistic);

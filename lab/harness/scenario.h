@@ -147,7 +147,8 @@ struct Registrar {
 
 // A ratio the table prints: numerator / denominator of one statistic of two
 // scenarios' primary metric (or the named metric), beside a published figure
-// where there is one.
+// where there is one. Numerator and denominator may be one scenario with two
+// metrics (numerator_metric).
 //
 // A ratio that cannot be computed is never a bare "n/a": compute_ratios()
 // says why (a scenario skipped or failed, a metric not recorded, a
@@ -159,7 +160,10 @@ struct Ratio {
   std::string numerator;    // scenario name
   std::string denominator;  // scenario name
   std::string statistic = "p50";
-  std::string metric;            // the metric of both scenarios; empty: each one's primary
+  std::string metric;  // the metric of both scenarios; empty: each one's primary
+  // The numerator's metric when it differs from `metric` (e.g. a baseline
+  // measured in the same scenario, interleaved with the primary metric).
+  std::string numerator_metric;
   double reference = 0.0;        // the published ratio; 0 when none
   std::string reference_source;  // where the published figure comes from, and its machine
   std::string meaning;           // one line: what the ratio tells

@@ -179,8 +179,11 @@ std::string ratios_section(const std::vector<LabeledRun>& runs) {
     for (auto* f : found[i])
       if (f && !any) any = f;
     h += "<tr><td>" + escape_html(names[i]) + "<br><span class=\"note\">" +
-         escape_html(any->numerator) + " / " + escape_html(any->denominator) + "</span></td><td>" +
-         escape_html(any->statistic) + "</td>";
+         escape_html(any->numerator) +
+         (any->numerator_metric.empty() ? std::string()
+                                        : " (" + escape_html(any->numerator_metric) + ")") +
+         " / " + escape_html(any->denominator) + "</span></td><td>" + escape_html(any->statistic) +
+         "</td>";
     std::vector<double> values;
     for (std::size_t r = 0; r < runs.size(); ++r) {
       const lab::RatioRecord* rec = found[i][r];

@@ -79,10 +79,6 @@ int work_iterations(int work_ns) {
   return work_ns == 0 ? 0 : (work_ns == 30 ? 25 : 250);
 }
 
-struct alignas(64) Progress {
-  std::atomic<uint64_t> calls{0};
-};
-
 uint64_t thread_cpu_ns() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -95,87 +91,150 @@ uint64_t coarse_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Runs `threads` workers calling design.call(now) after `iterations` steps of
-// work, samples aggregate ns per call every kSliceNs, then checks the tallies.
+// The "packet work": `iterations` dependent multiply-adds. Out of line, so
+// that every design and the baseline run this very code. Inlined, its chain
+// was compiled per design: where the inlined limiter left too few registers,
+// the compiler kept x in memory, one store and load per step (the sharded
+// row then read 0.75-0.90 on/off at T = 1, its limiter costing nothing of
+// that).
+[[gnu::noinline]] uint64_t work(uint64_t x, int iterations) {
+  for (int k = 0; k < iterations; ++k) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  asm volatile("" : "+r"(x));
+  return x;
+}
+
+// One worker's loop body: kBatch calls of the work, a coarse clock read and
+// design.call(), each decision tallied.
+template <typename D>
+inline uint64_t run_batch(D& design, Tally& tally, uint64_t x, int iterations) {
+  for (int i = 0; i < kBatch; ++i) {
+    x = work(x, iterations);
+    tally.add(design.call(coarse_ns()));
+  }
+  return x;
+}
+
+// The two loops a design row alternates between: the design's, and the same
+// loop with no limiter (the baseline of its on/off ratio).
+enum Phase : int { kDesign = 0, kBaseline = 1 };
+
+struct alignas(64) Worker {
+  std::atomic<uint64_t> calls[2] = {0, 0};  // completed, by phase
+  uint64_t cpu_ns[2] = {0, 0};              // thread CPU time, by phase
+  uint64_t sink = 0;
+};
+
+// Runs `threads` workers and samples aggregate ns per call every slice.
+// Slices alternate between the design's loop and the no-limiter loop, so the
+// row's on/off ratio compares the two on the same threads, 2 ms apart: a
+// development VM's speed drifted by up to 1.7x between rows run seconds
+// apart (load on its host), which drowned a 5% goal when on/off divided two
+// rows. Metric "latency": the design's slices; "baseline": the no-limiter
+// slices in between. A worker switches loops between batches of kBatch calls
+// (~10 us), so a slice's first microseconds finish the other loop's batch:
+// the same for both loops, under 1% of a slice.
 template <typename D>
 void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burst,
              const WindowLog* starts) {
   std::atomic<bool> stop{false};
+  std::atomic<int> phase{kDesign};
   std::atomic<int> ready{0};
   std::vector<Tally> tallies(threads);
-  std::unique_ptr<Progress[]> progress(new Progress[threads]);
-  std::vector<uint64_t> sinks(threads);
-  std::vector<uint64_t> cpu_ns(threads), worker_calls(threads);
+  std::unique_ptr<Worker[]> state(new Worker[threads]);
   std::vector<std::thread> workers;
   workers.reserve(threads);
   for (int id = 0; id < threads; ++id) {
     workers.emplace_back([&, id] {
+      Worker& me = state[id];
       Tally& tally = tallies[id];
+      Tally baseline_tally;  // the no-limiter loop's decisions: all "yes", not checked
+      NoLimiter none;
       uint64_t x = 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(id);
-      uint64_t calls = 0;
+      uint64_t calls[2] = {0, 0};
       ready.fetch_add(1);
-      const uint64_t cpu0 = thread_cpu_ns();
+      int current = phase.load(std::memory_order_relaxed);
+      uint64_t cpu_mark = thread_cpu_ns();
       while (!stop.load(std::memory_order_relaxed)) {
-        for (int i = 0; i < kBatch; ++i) {
-          for (int k = 0; k < iterations; ++k)
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-          asm volatile("" : "+r"(x));
-          tally.add(design.call(coarse_ns()));
+        if (current == kBaseline) {
+          x = run_batch(none, baseline_tally, x, iterations);
+        } else {
+          x = run_batch(design, tally, x, iterations);
         }
-        calls += kBatch;
-        progress[id].calls.store(calls, std::memory_order_relaxed);
+        calls[current] += kBatch;
+        me.calls[current].store(calls[current], std::memory_order_relaxed);
+        // The thread's CPU clock is read only when the loop changes (once a
+        // slice), not per batch.
+        if (const int next = phase.load(std::memory_order_relaxed); next != current) {
+          const uint64_t now = thread_cpu_ns();
+          me.cpu_ns[current] += now - cpu_mark;
+          cpu_mark = now;
+          current = next;
+        }
       }
-      cpu_ns[id] = thread_cpu_ns() - cpu0;
-      worker_calls[id] = calls;
-      sinks[id] = x;
+      me.cpu_ns[current] += thread_cpu_ns() - cpu_mark;
+      me.sink = x;
     });
   }
   while (ready.load() < threads) std::this_thread::yield();
-  auto total_calls = [&] {
+  auto total_calls = [&](int which) {
     uint64_t sum = 0;
-    for (int i = 0; i < threads; ++i) sum += progress[i].calls.load(std::memory_order_relaxed);
+    for (int i = 0; i < threads; ++i) sum += state[i].calls[which].load(std::memory_order_relaxed);
     return sum;
   };
   const uint64_t slice_ns = ctx.quick() ? kSliceNs / 2 : kSliceNs;
   sleep_ns(slice_ns / 4);  // let every worker get going
-  Histogram& h = ctx.metric();
+  Histogram* slices[2] = {&ctx.metric(), &ctx.metric("baseline")};
   const uint64_t start_ns = monotonic_ns();
-  const uint64_t start_calls = total_calls();
-  uint64_t t0 = start_ns, c0 = start_calls;
-  std::size_t n = 0;
+  uint64_t t0 = start_ns;
+  int current = kDesign;
+  uint64_t c0 = total_calls(current);
+  std::size_t n = 0;  // design slices with calls
+  // Slices alternate design, baseline, design, ...; the run ends after a
+  // baseline slice, so both loops count the same number of slices.
   // keep_going() reads the clock only every 64 samples; a slice is 2 ms, so
-  // check the budget on every slice.
-  // At least one sample, even when the workers starve the measuring thread
-  // (16 threads on 2 cores): up to 1 s over the budget, then none.
+  // the budget is checked on every slice too. At least one design sample,
+  // even when the workers starve the measuring thread (16 threads on 2
+  // cores): up to 1 s over the budget, then none.
   const uint64_t give_up_ns = start_ns + 1000000000;
-  while ((n == 0 && monotonic_ns() < give_up_ns) || (ctx.keep_going(n) && ctx.time_left())) {
+  for (;;) {
     sleep_ns(slice_ns);
-    const uint64_t t1 = monotonic_ns(), c1 = total_calls();
+    const uint64_t t1 = monotonic_ns(), c1 = total_calls(current);
     if (c1 > c0) {
-      h.record(static_cast<double>(t1 - t0) / static_cast<double>(c1 - c0));
-      ++n;
+      slices[current]->record(static_cast<double>(t1 - t0) / static_cast<double>(c1 - c0));
+      if (current == kDesign) ++n;
     }
-    t0 = t1;
-    c0 = c1;
+    if (n == 0 && t1 >= give_up_ns) break;
+    if (current == kBaseline && n > 0 && !(ctx.keep_going(n) && ctx.time_left())) break;
+    current = current == kDesign ? kBaseline : kDesign;
+    phase.store(current, std::memory_order_relaxed);
+    t0 = monotonic_ns();
+    c0 = total_calls(current);
   }
-  const uint64_t end_ns = monotonic_ns(), end_calls = total_calls();
+  const uint64_t end_ns = monotonic_ns();
   stop.store(true);
   for (auto& w : workers) w.join();
   const CheckResult r = check(tallies, burst, kIntervalNs, starts);
-  ctx.counter("calls_per_s", static_cast<double>(end_calls - start_calls) * 1e9 /
-                                 static_cast<double>(end_ns - start_ns));
-  // CPU time per call of each worker (thread CPU clock, whole run): unlike
-  // the wall-clock p50, it does not count time the workers spent off the
-  // CPU, so it still compares designs on a loaded machine (at T = 1; with
-  // more threads than free cores, threads seldom run at once and contention
-  // is under-counted).
-  uint64_t all_cpu = 0, all_calls = 0;
+  uint64_t design_calls = 0, design_cpu = 0, baseline_calls = 0, baseline_cpu = 0;
   for (int i = 0; i < threads; ++i) {
-    all_cpu += cpu_ns[i];
-    all_calls += worker_calls[i];
+    design_calls += state[i].calls[kDesign].load(std::memory_order_relaxed);
+    design_cpu += state[i].cpu_ns[kDesign];
+    baseline_calls += state[i].calls[kBaseline].load(std::memory_order_relaxed);
+    baseline_cpu += state[i].cpu_ns[kBaseline];
   }
-  ctx.counter("cpu_ns_per_call",
-              all_calls == 0 ? 0.0 : static_cast<double>(all_cpu) / static_cast<double>(all_calls));
+  // Throughput over the whole measurement: the design's calls in its half of
+  // the slices.
+  ctx.counter("calls_per_s", static_cast<double>(design_calls) * 1e9 /
+                                 (static_cast<double>(end_ns - start_ns) / 2.0));
+  // CPU time per call of the workers (thread CPU clock, by loop): unlike the
+  // wall-clock p50, it does not count time the workers spent off the CPU, so
+  // it still compares designs when the machine is loaded (at T = 1; with more
+  // threads than free cores, threads seldom run at once and contention is
+  // under-counted).
+  auto per_call = [](uint64_t cpu, uint64_t calls) {
+    return calls == 0 ? 0.0 : static_cast<double>(cpu) / static_cast<double>(calls);
+  };
+  ctx.counter("cpu_ns_per_call", per_call(design_cpu, design_calls));
+  ctx.counter("baseline_cpu_ns_per_call", per_call(baseline_cpu, baseline_calls));
   ctx.counter("admitted_pct",
               r.admitted + r.denied == 0 ? 0.0 : 100.0 * r.admitted / (r.admitted + r.denied));
   ctx.counter("denied", static_cast<double>(r.denied));
@@ -187,7 +246,7 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
   ctx.counter("false_suppressions", static_cast<double>(r.denied_below_burst));
   ctx.counter("underfilled_windows", static_cast<double>(r.underfilled_windows));
   uint64_t sink = 0;
-  for (uint64_t s : sinks) sink ^= s;
+  for (int i = 0; i < threads; ++i) sink ^= state[i].sink;
   asm volatile("" : : "r"(sink));
 }
 
@@ -270,7 +329,9 @@ std::vector<Scenario> make_scenarios() {
               (d == Design::none ? std::string("-")
                                  : (regime == Regime::never ? std::string("2^30 (never reached)")
                                                             : std::string("100"))) +
-              "; slices timed with CLOCK_MONOTONIC";
+              "; slices timed with CLOCK_MONOTONIC; the slices alternate with slices of the "
+              "same loop without a limiter (metric 'baseline'), the numerator of the row's "
+              "on/off ratio";
           s.params = {{"threads", std::to_string(threads)},
                       {"work_ns", std::to_string(work_ns)},
                       {"method", design_name(d)}};
@@ -312,10 +373,15 @@ std::vector<Ratio> make_ratios() {
         r.name = std::string("ratelimit on/off: ") + design_name(d) +
                  ", T=" + std::to_string(threads) + ", 30 ns, " +
                  (regime == Regime::never ? "never limits" : "limiting");
-        r.numerator = scenario_name(Design::none, threads, 30, regime);
-        r.denominator = scenario_name(d, threads, 30, regime);
+        // Both from the design's row: its no-limiter slices over its own,
+        // interleaved (see measure()).
+        r.numerator = scenario_name(d, threads, 30, regime);
+        r.numerator_metric = "baseline";
+        r.denominator = r.numerator;
         r.statistic = "p50";
-        r.meaning = "limiter-on / limiter-off throughput (1.0 = the limiter costs nothing)";
+        r.meaning =
+            "limiter-on / limiter-off throughput (1.0 = the limiter costs nothing), from slices "
+            "of the two loops interleaved in one row";
         if (threads == 2 && regime == Regime::never && d == Design::mutex) {
           r.reference = 0.20;
           r.reference_source = std::string(seed_source) + ", spin locks per packet: 20%";
