@@ -367,7 +367,7 @@ TEST(Guide, MarkersNameAMetricOrACounter) {
 // The guide's figures equal the committed results file (docs/results/).
 TEST(Guide, FiguresMatchTheCommittedResults) {
   const std::string results =
-      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-amd-epyc-2vcpu.json";
+      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-intel-xeon-2vcpu.json";
   const std::string guide = std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md";
   auto r = run_doorbell({"guide", results, guide});
   EXPECT_TRUE(r.success()) << r.describe();
@@ -392,7 +392,7 @@ TEST(Guide, FiguresMatchTheCommittedResults) {
 // file too.
 TEST(Guide, ReadmeAndDeliveryFiguresMatchTheCommittedResults) {
   const std::string results =
-      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-amd-epyc-2vcpu.json";
+      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-intel-xeon-2vcpu.json";
   for (const char* doc : {"/README.md", "/docs/delivery.md"}) {
     const std::string path = std::string(DOORBELL_SOURCE_DIR) + doc;
     auto r = run_doorbell({"guide", results, path});
@@ -405,7 +405,7 @@ TEST(Guide, ReadmeAndDeliveryFiguresMatchTheCommittedResults) {
 TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
   fs::path dir = work_dir("guide_drift");
   const std::string results =
-      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-amd-epyc-2vcpu.json";
+      std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-intel-xeon-2vcpu.json";
   std::string guide = read(std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md");
   std::regex first_figure("(<!--m:p50 ladder/signal_kill_handler-->)[^<]*(<!--/m-->)");
   ASSERT_TRUE(std::regex_search(guide, first_figure));

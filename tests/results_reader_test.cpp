@@ -258,7 +258,7 @@ TEST(ResultsReader, ReadsTheWritersFileFromDisk) {
 }
 
 TEST(ResultsReader, ReadsTheCommittedResults) {
-  for (const char* file : {"/docs/results/kvm-firecracker-amd-epyc-2vcpu.json",
+  for (const char* file : {"/docs/results/kvm-firecracker-intel-xeon-2vcpu.json",
                            "/tests/data/small_results.json", "/tests/data/small_results_b.json"}) {
     const ResultsFile f = read_results_file(std::string(DOORBELL_SOURCE_DIR) + file);
     EXPECT_FALSE(f.scenarios.empty()) << file;
