@@ -153,11 +153,14 @@ class Run {
   void end_window(Partition& p, int64_t lead_ns) noexcept;
   // Records a measured stop of p's pending window.
   void stopped(Partition& p, bool verified, int64_t at_ns) noexcept;
+  // Ends p's pending suspension at at_ns (noticed, or cut short by the next
+  // resume) with the partition's CPU time cpu_now_ns, and learns its stop
+  // latency for the stop lead. Returns the window's record.
+  WindowRecord& close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns) noexcept;
   void settle_start_up(Partition& p);
   void start_up(Partition& p);
   void resume(Partition& p) noexcept;
   void kill_partition(Partition& p) noexcept;
-  // Waits until deadline_ns, handling events. False when a stop was asked.
   // Waits until deadline_ns (absolute CLOCK_MONOTONIC), handling
   // notifications meanwhile; sleeps until spin_ns before it and spins the
   // rest. False when the run must end (stop request, partition exit policy).
@@ -682,18 +685,23 @@ void Run::check_freezers() noexcept {
   }
 }
 
-void Run::stopped(Partition& p, bool verified, int64_t at_ns) noexcept {
+WindowRecord& Run::close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns) noexcept {
   WindowRecord& record = report_.windows[p.pending_stop];
   record.stopped_ns = at_ns;
   record.stop_noticed_ns = at_ns;
-  record.cpu_after_end_ns = cpu_time_ns(p.cpu_clock) - record.cpu_at_suspend_ns;
-  record.verified = verified;
-  record.checked = verified;
+  record.cpu_after_end_ns = cpu_now_ns - record.cpu_at_suspend_ns;
   p.pending_stop = -1;
   // The lead learns from the time the suspension was due, so that it also
   // covers the scheduler's own lateness in issuing it.
-  p.recent_stops.push_back(record.stopped_ns - (record.nominal_end_ns - record.stop_lead_ns));
+  p.recent_stops.push_back(at_ns - (record.nominal_end_ns - record.stop_lead_ns));
   if (p.recent_stops.size() > kStopLeadHistory) p.recent_stops.pop_front();
+  return record;
+}
+
+void Run::stopped(Partition& p, bool verified, int64_t at_ns) noexcept {
+  WindowRecord& record = close_stop(p, at_ns, cpu_time_ns(p.cpu_clock));
+  record.verified = verified;
+  record.checked = verified;
 }
 
 void Run::end_window(Partition& p, int64_t lead_ns) noexcept {
@@ -833,7 +841,7 @@ RunReport Run::execute() {
   for (Partition& p : partitions_) start_up(p);
   const int64_t start = now_ns() + options_.start_delay_ns;
   report_.start_ns = start;
-  const int64_t spin = std::max<int64_t>(0, options_.boundary_spin_ns);
+  const int64_t spin = report_.boundary_spin_ns;
   bool go_on = true;
   for (int64_t f = 0; f < frames && go_on; ++f) {
     for (const auto& [offset, instant] : instants) {
@@ -861,7 +869,7 @@ RunReport Run::execute() {
         Partition& p = partitions_[w.partition_index];
         // Handover: resume the incoming partition once every other partition
         // is stopped, or at the latest max_handover_ns after the boundary.
-        if (!wait_for_stops(p, at + std::max<int64_t>(0, options_.max_handover_ns))) {
+        if (!wait_for_stops(p, at + report_.max_handover_ns)) {
           go_on = false;
           break;
         }
@@ -880,14 +888,7 @@ RunReport Run::execute() {
           if (p.pending_stop >= 0) {
             // Its previous window's suspension never completed: it ran all
             // the way to this window. The resume cancels the stop.
-            WindowRecord& previous = report_.windows[p.pending_stop];
-            previous.never_stopped = true;
-            previous.stopped_ns = resume_at;
-            previous.stop_noticed_ns = resume_at;
-            previous.cpu_after_end_ns = p.cpu_baseline - previous.cpu_at_suspend_ns;
-            p.pending_stop = -1;
-            p.recent_stops.push_back(resume_at - (previous.nominal_end_ns - previous.stop_lead_ns));
-            if (p.recent_stops.size() > kStopLeadHistory) p.recent_stops.pop_front();
+            close_stop(p, resume_at, p.cpu_baseline).never_stopped = true;
           }
           report_.windows[index].resume_requested_ns = resume_at;
           resume(p);
