@@ -182,10 +182,21 @@ class CondvarChannel : public Channel {
   bool flag_ = false;
 };
 
+// std::atomic::wait as users call it, with the one change libstdc++ 12
+// needs: a seq_cst store before notify_one(). By the standard a release
+// store is enough ([atomics.wait]: a store that happens before the notify
+// makes the blocked waiter eligible), but libstdc++ 12's notify_one() reads
+// its waiter count with a plain load and skips FUTEX_WAKE when it reads 0;
+// x86 lets that load pass a release store (the store-buffer pattern), so the
+// notifier can miss a waiter that is already counted and asleep on the old
+// value. This row hung the main job that way (10 minutes, until a debugger
+// interrupted the futex wait): 31 hangs in 2.2 M rounds with the release
+// store, none in 1.5 M with the seq_cst store (its xchg is a full barrier).
+// The same class was fixed in libc++ (llvm-project #109290) and musl.
 class AtomicWaitChannel : public Channel {
  public:
   void send() override {
-    word_.store(1, std::memory_order_release);
+    word_.store(1, std::memory_order_seq_cst);
     word_.notify_one();
   }
   void recv() override {
@@ -206,7 +217,15 @@ class SemaphoreChannel : public Channel {
   }
   void recv() override {
     sem_.acquire();
-    posted_.store(false, std::memory_order_release);
+    // An RMW, not a plain store: the receiver then loads round_flag, while
+    // the sender stores round_flag and then exchanges this flag. With a
+    // plain store, x86 lets the receiver's load of round_flag pass its store
+    // here (the store-buffer pattern): the sender reads the flag still set
+    // and does not release, the receiver missed round_flag and sleeps, and
+    // the round's last send is absorbed and never acknowledged (7 hangs in
+    // 30 runs of the row alone). exchange is a locked instruction, a full
+    // barrier on x86, and acq_rel orders it with both sides in the C++ model.
+    posted_.exchange(false, std::memory_order_acq_rel);
   }
 
  private:
@@ -416,8 +435,10 @@ const std::vector<MethodInfo>& methods() {
       {"pipe", "pipe, 1 byte", true, true},
       {"futex", "raw futex (store + FUTEX_WAKE always)", true, true},
       {"condvar", "std::condition_variable", true, false},
-      {"atomic_wait", "std::atomic::wait/notify_one (libstdc++ spins, yields, then sleeps)", true,
-       false},
+      {"atomic_wait",
+       "std::atomic::wait/notify_one, seq_cst store before the notify (libstdc++ 12 loses "
+       "wake-ups after a release store; it spins, yields, then sleeps)",
+       true, false},
       {"binary_semaphore", "std::binary_semaphore (on atomic::wait: spins first)", true, false},
       {"bell", "Bell, no spin", true, true},
       {"bell_spin", "Bell, spin 4000 pauses", true, true},
