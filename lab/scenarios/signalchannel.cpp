@@ -47,6 +47,7 @@
 #include "doorbell/event_loop.h"
 #include "doorbell/signal_channel.h"
 #include "lab/common/signal_scope.h"
+#include "lab/harness/runner.h"
 #include "lab/harness/scenario.h"
 #include "sys/error.h"
 #include "sys/tracefs.h"
@@ -511,6 +512,11 @@ class KernelMergeTrace {
           return;
         }
         s.instance.emplace("flood");
+        // Removed when the scenario's process ends (it ends with _exit).
+        register_scenario_process_exit([] {
+          session().instance.reset();
+          session().formats.reset();
+        });
         s.instance->tracing_off();
         // One event per send, ~56 bytes, all on the sender's CPU: 4 MiB
         // holds a default-suite flood (16,384 sends) several times over.
