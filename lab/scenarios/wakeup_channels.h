@@ -27,6 +27,12 @@ class Channel {
   virtual void set_target(pid_t /*pid*/, pid_t /*tid*/) {}
   virtual void send() = 0;
   virtual void recv() = 0;
+  // Wakes a receiver asleep in recv() whatever state the channel is in (one
+  // more notification, every sleeper woken where the mechanism can), from
+  // any thread, concurrently with send() and recv(). For the bounded waits
+  // of a failing row (lab/common/deadline.h's Rescuer): recv() itself stays
+  // untimed, as users call it. Never fails: a peer that is gone is fine.
+  virtual void rescue() = 0;
 };
 
 enum class Where { threads, processes };
