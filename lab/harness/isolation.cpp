@@ -355,8 +355,11 @@ Outcome run_isolated(const Scenario& scenario, const Plan& plan, PhaseBoard& boa
     outcome.failure = {"watchdog", phase, elapsed_s};
     outcome.reason = fmt::format(
         "stopped by the watchdog after {:.1f} s in {}: a repetition may take at most {:.1f} s "
-        "(10 x its budget of {} + 10 s, or --scenario-timeout)",
-        elapsed_s, phase, plan.limit_s, format_duration(plan.budget_s * 1e9));
+        "({})",
+        elapsed_s, phase, plan.limit_s,
+        plan.limit_given ? std::string("--scenario-timeout")
+                         : fmt::format("10 x its budget of {} + 10 s; --scenario-timeout sets it",
+                                       format_duration(plan.budget_s * 1e9)));
   } else if (!protocol_error.empty()) {
     outcome.status = ScenarioResult::Status::failed;
     outcome.failure = {"died", phase, elapsed_s};

@@ -36,8 +36,9 @@ struct Plan {
   bool quick = false;
   double budget_s = 0.0;  // of one repetition (already scaled by --quick)
   std::size_t samples = 1;
-  int repetitions = 1;   // after the warm-up
-  double limit_s = 0.0;  // the hard limit of one repetition (the warm-up counts as one)
+  int repetitions = 1;       // after the warm-up
+  double limit_s = 0.0;      // the hard limit of one repetition (the warm-up counts as one)
+  bool limit_given = false;  // limit_s came from --scenario-timeout, not the budget
 };
 
 struct Outcome {

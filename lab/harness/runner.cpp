@@ -169,6 +169,7 @@ ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
   plan.samples = options.quick ? std::max<std::size_t>(scenario.samples / 10, 1) : scenario.samples;
   plan.repetitions = std::max(1, options.repetitions);
   plan.limit_s = repetition_limit_s(scenario, options);
+  plan.limit_given = options.scenario_timeout_s > 0.0;
   result.budget_s = plan.budget_s;
   result.limit_s = plan.limit_s;
   detail::Outcome outcome;

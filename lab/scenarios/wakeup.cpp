@@ -99,12 +99,14 @@ auto stopper(Control& control, Channel& forward, Channel& back) {
   };
 }
 
-void run_rtt_threads(Context& ctx, const std::string& method) {
+}  // namespace
+
+void wakeup::run_rtt_threads(Context& ctx, const std::string& method, const ChannelMaker& make) {
   AffinityGuard affinity;
   wakeup::MethodEnvironment env(method);
   wakeup::SharedArena arena(4096);
-  auto forward = wakeup::make_channel(method, Where::threads, 0, arena);
-  auto back = wakeup::make_channel(method, Where::threads, 1, arena);
+  auto forward = make(0, arena);
+  auto back = make(1, arena);
   Control control;
   back->attach_receiver();
   back->set_target(::getpid(), sys::current_tid());
@@ -132,6 +134,8 @@ void run_rtt_threads(Context& ctx, const std::string& method) {
   ctx.phase("waiting for the peer thread to end");
   peer.join(deadline, "the peer thread to end");
 }
+
+namespace {
 
 void run_rtt_processes(Context& ctx, const std::string& method) {
   AffinityGuard affinity;
@@ -181,11 +185,14 @@ constexpr uint64_t kRoundSends = 256;
 // after raising round_flag; the receiver counts every recv() that returns
 // and acknowledges the round once it sees the flag. One sample = the
 // round's time / kRoundSends, from the first send to the acknowledgement.
-void run_throughput_threads(Context& ctx, const std::string& method) {
+}  // namespace
+
+void wakeup::run_throughput_threads(Context& ctx, const std::string& method,
+                                    const ChannelMaker& make) {
   AffinityGuard affinity;
   wakeup::MethodEnvironment env(method);
   wakeup::SharedArena arena(4096);
-  auto channel = wakeup::make_channel(method, Where::threads, 0, arena);
+  auto channel = make(0, arena);
   Control control;
   std::atomic<int> ready{0};
   auto stop = [&] {
@@ -259,6 +266,14 @@ void run_throughput_threads(Context& ctx, const std::string& method) {
   ctx.counter("coalesced", static_cast<double>(sent - delivered));
   ctx.counter("ops_per_s", static_cast<double>(delivered) / elapsed_s);
   ctx.counter("sends_per_s", static_cast<double>(sent) / elapsed_s);
+}
+
+namespace {
+
+wakeup::ChannelMaker threads_of(const std::string& method) {
+  return [method](int direction, wakeup::SharedArena& arena) {
+    return wakeup::make_channel(method, Where::threads, direction, arena);
+  };
 }
 
 // --- no-waiter cost ---------------------------------------------------------------
@@ -455,7 +470,7 @@ std::vector<Scenario> wakeup_scenarios() {
       s.samples = 20000;
       s.in_default_suite = pin == Pinning::other_core || default_same_core(info.name);
       const std::string method = info.name;
-      s.run = [method](Context& ctx) { run_rtt_threads(ctx, method); };
+      s.run = [method](Context& ctx) { wakeup::run_rtt_threads(ctx, method, threads_of(method)); };
       out.push_back(std::move(s));
     }
     Scenario t;
@@ -473,7 +488,9 @@ std::vector<Scenario> wakeup_scenarios() {
     t.budget_s = 0.02;
     t.samples = 2000;
     const std::string method = info.name;
-    t.run = [method](Context& ctx) { run_throughput_threads(ctx, method); };
+    t.run = [method](Context& ctx) {
+      wakeup::run_throughput_threads(ctx, method, threads_of(method));
+    };
     out.push_back(std::move(t));
   }
   for (const auto& info : wakeup::methods()) {

@@ -9,12 +9,17 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "lab/common/signal_scope.h"
+
+namespace doorbell::lab {
+class Context;
+}
 
 namespace doorbell::lab::wakeup {
 
@@ -76,5 +81,13 @@ struct MethodInfo {
   bool processes;    // available across processes
 };
 const std::vector<MethodInfo>& methods();
+
+// The bodies of the wakeup/rtt (threads) and wakeup/throughput rows, for a
+// test that brings a channel of its own (one that loses a wake-up on
+// purpose): `make` makes one direction (0 forward, 1 back); `method` names
+// the process-wide set-up (MethodEnvironment) it needs.
+using ChannelMaker = std::function<std::unique_ptr<Channel>(int direction, SharedArena& arena)>;
+void run_rtt_threads(Context& ctx, const std::string& method, const ChannelMaker& make);
+void run_throughput_threads(Context& ctx, const std::string& method, const ChannelMaker& make);
 
 }  // namespace doorbell::lab::wakeup
