@@ -630,4 +630,238 @@ TEST(BpfCause, OnCpuWhenTheTargetIsBusyInUserSpace) {
       << causes_text(c);
 }
 
+// ---------------------------------------------------------------- the CLI
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded()) lines.push_back(j);
+  }
+  return lines;
+}
+
+nlohmann::json line_of_type(const std::vector<nlohmann::json>& lines, const std::string& type) {
+  for (const auto& l : lines)
+    if (l.value("type", "") == type) return l;
+  return {};
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// How many BPF links a process holds (its fdinfo says "link_type:").
+int bpf_links_of(pid_t pid) {
+  int links = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fdinfo", ec))
+    if (slurp(entry.path()).find("link_type:") != std::string::npos) ++links;
+  return links;
+}
+
+// Runs `doorbell trace -p SENDER ARGS...` around the controlled sender, once
+// the tracer has attached its programs.
+RunResult trace_the_sender(const std::vector<std::string>& args, pid_t& sender_pid) {
+  Pipe go;
+  Child child(start_sender(go));
+  sender_pid = child.pid();
+  std::vector<std::string> argv{
+      "trace", "-p", std::to_string(child.pid()), "--interval", "0.2", "--duration", "60"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto tracer = start_doorbell(argv);
+  // Attached: the six signal and scheduler programs and the system calls'.
+  const uint64_t deadline = now_ns() + 30'000'000'000ull;
+  while (bpf_links_of(tracer.pid()) < 7 && now_ns() < deadline) sleep_ms(20);
+  EXPECT_GE(bpf_links_of(tracer.pid()), 7) << "the tracer did not attach its programs";
+  write_byte(go.write_end);
+  EXPECT_EQ(child.wait(60), 0) << "the sender failed";
+  return tracer.finish();  // it ends by itself: its target exited
+}
+
+TEST(BpfCli, JsonNamesTheBackendAndCountsEveryKindExactly) {
+  SKIP_UNLESS_ROOT();
+  pid_t sender = 0;
+  const RunResult r = trace_the_sender({"--json"}, sender);
+  ASSERT_TRUE(r.success()) << r.describe();
+  EXPECT_NE(r.err.find("backend bpf ("), std::string::npos) << r.err;
+  const auto lines = json_lines(r.out);
+  const nlohmann::json start = line_of_type(lines, "start");
+  ASSERT_TRUE(start.is_object()) << r.out;
+  EXPECT_EQ(start["backend"], "bpf");
+  EXPECT_FALSE(start.contains("instance"));
+  const nlohmann::json summary = line_of_type(lines, "summary");
+  ASSERT_TRUE(summary.is_object()) << r.out;
+  EXPECT_EQ(summary["backend"], "bpf");
+  EXPECT_EQ(summary["end"], "target exited");
+  EXPECT_EQ(summary["lost_events"], 0);
+  for (const Expected& e : expected_signals()) {
+    SCOPED_TRACE(trace::signal_name(e.sig) + ", " + e.what);
+    const nlohmann::json* row = nullptr;
+    for (const auto& s : summary["signals"])
+      if (s["signal"] == e.sig) row = &s;
+    ASSERT_NE(row, nullptr) << summary.dump();
+    EXPECT_EQ((*row)["pid"], sender);
+    EXPECT_EQ((*row)["generated"], e.generated);
+    EXPECT_EQ((*row)["queued"], e.queued);
+    EXPECT_EQ((*row)["coalesced"], e.merged);
+    EXPECT_EQ((*row)["delivered"], e.delivered);
+    EXPECT_EQ((*row)["taken_by_sigwait"], e.sigwait);
+    EXPECT_EQ((*row)["taken_by_signalfd"], e.signalfd);
+    EXPECT_EQ((*row)["taken"], e.delivered + e.sigwait + e.signalfd);
+    EXPECT_EQ((*row)["unpaired_deliveries"], 0);
+    EXPECT_EQ((*row)["discarded"], 0);
+    EXPECT_EQ((*row)["delay_ns"]["count"], e.delivered + e.sigwait + e.signalfd);
+    uint64_t in_histogram = 0;
+    for (const auto& bucket : (*row)["delay_log2_ns"]) in_histogram += bucket[1].get<uint64_t>();
+    EXPECT_EQ(in_histogram, e.delivered + e.sigwait + e.signalfd);
+    ASSERT_TRUE((*row)["causes"].is_object());
+    uint64_t signals_by_cause = 0;
+    for (const char* cause : {"on_cpu", "runnable", "asleep", "blocked"})
+      signals_by_cause += (*row)["causes"][cause]["signals"].get<uint64_t>();
+    EXPECT_EQ(signals_by_cause, e.delivered + e.sigwait + e.signalfd);
+  }
+}
+
+TEST(BpfCli, TextShowsTheBackendTheCausesAndTheHistograms) {
+  SKIP_UNLESS_ROOT();
+  pid_t sender = 0;
+  const RunResult r = trace_the_sender({}, sender);
+  ASSERT_TRUE(r.success()) << r.describe();
+  EXPECT_NE(r.err.find("backend bpf ("), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("(target exited, bpf)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Why they waited"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Delay from generate to take, " + std::to_string(sender)), std::string::npos)
+      << r.out;
+}
+
+// ---------------------------------------------------------------- fallback
+
+// In a forked child: a seccomp filter that fails bpf(2) with EPERM (as a
+// kernel without CAP_BPF for us would), then `body`; what body writes to
+// the pipe comes back. The child is killed and reaped after 60 s at most.
+std::string with_bpf_refused(const std::function<std::string()>& body, int& exit_code) {
+  Pipe result;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(result.read_end);
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bpf, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(30);
+    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0) ::_exit(31);
+    if (::syscall(SYS_bpf, 0, nullptr, 0) != -1 || errno != EPERM) ::_exit(32);
+    const std::string text = body();
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(result.write_end, text.data() + done, text.size() - done);
+      if (n <= 0) ::_exit(33);
+      done += static_cast<std::size_t>(n);
+    }
+    ::_exit(0);
+  }
+  Child child(pid);
+  ::close(result.write_end);
+  result.write_end = -1;
+  std::string text;
+  const uint64_t deadline = now_ns() + 60'000'000'000ull;
+  while (now_ns() < deadline) {
+    pollfd p{result.read_end, POLLIN, 0};
+    if (::poll(&p, 1, 100) != 1) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(result.read_end, buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  exit_code = child.wait(5);
+  return text;
+}
+
+TEST(BpfFallback, TheBackendSaysWhyInOneLineWhenBpfIsRefused) {
+  SKIP_UNLESS_ROOT();
+  int code = -1;
+  const std::string why = with_bpf_refused(
+      [] {
+        try {
+          trace::open_backend(trace::BackendKind::bpf, trace::BackendOptions{});
+          return std::string("loaded");
+        } catch (const trace::BackendUnavailable& e) {
+          return std::string(e.what());
+        }
+      },
+      code);
+  ASSERT_EQ(code, 0) << why;
+  EXPECT_NE(why.find("Operation not permitted"), std::string::npos) << why;
+  EXPECT_NE(why.find("CAP_BPF"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos) << "not one line: " << why;
+}
+
+TEST(BpfFallback, TraceFallsBackToTracefsWithOneLineWhenBpfIsRefused) {
+  SKIP_UNLESS_ROOT();
+  int code = -1;
+  const std::string text = with_bpf_refused(
+      [] {
+        const RunResult r =
+            run_doorbell({"trace", "--json", "--duration", "0.3", "--interval", "0.1"});
+        return nlohmann::json{{"code", r.exit_code()}, {"out", r.out}, {"err", r.err}}.dump();
+      },
+      code);
+  ASSERT_EQ(code, 0) << text;
+  const auto result = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(result.is_discarded()) << text;
+  EXPECT_EQ(result["code"], 0) << result["err"];
+  const std::string err = result["err"];
+  EXPECT_NE(err.find("backend tracefs"), std::string::npos) << err;
+  EXPECT_NE(err.find("BPF is unavailable"), std::string::npos) << err;
+  EXPECT_NE(err.find("Operation not permitted"), std::string::npos) << err;
+  const nlohmann::json start = line_of_type(json_lines(result["out"]), "start");
+  ASSERT_TRUE(start.is_object()) << result["out"];
+  EXPECT_EQ(start["backend"], "tracefs");
+  EXPECT_TRUE(start.contains("instance"));
+  EXPECT_TRUE(line_of_type(json_lines(result["out"]), "summary").is_object());
+}
+
+TEST(BpfFallback, BackendBpfWhenBpfIsRefusedIsAnErrorNamingTheOption) {
+  SKIP_UNLESS_ROOT();
+  int code = -1;
+  const std::string text = with_bpf_refused(
+      [] {
+        const RunResult r =
+            run_doorbell({"trace", "--backend", "bpf", "--duration", "0.3", "--interval", "0.1"});
+        return nlohmann::json{{"code", r.exit_code()}, {"err", r.err}}.dump();
+      },
+      code);
+  ASSERT_EQ(code, 0) << text;
+  const auto result = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(result.is_discarded()) << text;
+  EXPECT_EQ(result["code"], 2);
+  EXPECT_NE(result["err"].get<std::string>().find("--backend bpf"), std::string::npos)
+      << result["err"];
+}
+
+TEST(BpfCli, BadBackendAndSlowUsAreRefusedNamingTheOption) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--backend", "ebpf"},
+                                               {"--backend", ""},
+                                               {"--slow-us", "-1"},
+                                               {"--slow-us", "nan"},
+                                               {"--slow-us", "inf"},
+                                               {"--slow-us", "1e12"},
+                                               {"--slow-us", "x"}}) {
+    std::vector<std::string> argv{"trace", "--duration", "0.1"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const RunResult r = run_doorbell(argv);
+    EXPECT_EQ(r.exit_code(), 2) << args[0] << " " << args[1] << ": " << r.describe();
+    EXPECT_NE(r.err.find(args[0]), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace

@@ -364,18 +364,18 @@ const CommandRegistrar kTrace{
       cmd->add_option("--storm-rounds", args->overhead_rounds,
                       "rounds of --measure-overhead (each runs untraced, tracefs and bpf)")
           ->capture_default_str();
-      cmd->add_option("--backend", args->backend,
-                      "bpf or tracefs (default: bpf where it loads, else tracefs)");
+      auto* backend = cmd->add_option("--backend", args->backend,
+                                      "bpf or tracefs (default: bpf where it loads, else tracefs)");
       cmd->add_option("--slow-us", args->slow_us,
                       "bpf: report each delivery that waited at least this many microseconds")
           ->capture_default_str();
-      cmd->callback([args] {
+      cmd->callback([args, backend] {
         if (!(args->threshold > 0)) throw UsageError("trace: --threshold must be above 0");
         if (args->duration_s < 0) throw UsageError("trace: --duration must not be negative");
         if (!(args->interval_s >= 0.05))
           throw UsageError("trace: --interval must be at least 0.05 s");
         if (args->top < 1) throw UsageError("trace: --top must be at least 1");
-        if (!args->backend.empty() && args->backend != "bpf" && args->backend != "tracefs")
+        if (backend->count() > 0 && args->backend != "bpf" && args->backend != "tracefs")
           throw UsageError("trace: --backend must be bpf or tracefs, not '" + args->backend + "'");
         // Up to an hour: the programs compare in nanoseconds.
         if (!(args->slow_us >= 0 && args->slow_us <= 3.6e9))
