@@ -864,4 +864,98 @@ TEST(BpfCli, BadBackendAndSlowUsAreRefusedNamingTheOption) {
   }
 }
 
+// ---------------------------------------------------------------- inspect --watch
+
+// A process whose main thread and a peer spin on one CPU (so inspect's
+// verdict for SIGUSR1 is "at risk"), and a SCHED_FIFO hog on that CPU that
+// sends it SIGUSR1 and keeps the CPU 3 ms each time: the measured watch
+// confirms the verdict with runnable waits.
+TEST(BpfInspect, WatchConfirmsAtRiskWithMeasuredRunnableWaits) {
+  SKIP_UNLESS_ROOT();
+  const std::vector<int> cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  const int cpu = cpus.back();
+  SharedWord stop;
+  ASSERT_NE(stop.word, nullptr);
+  Pipe ready;
+  const pid_t target = ::fork();
+  if (target == 0) {
+    handle(SIGUSR1);
+    if (!pin_to(cpu)) ::_exit(10);
+    std::thread peer([&] {
+      while (stop.word->load(std::memory_order_relaxed) == 0) {
+      }
+    });
+    write_byte(ready.write_end);
+    const int code = spin_until_done(*stop.word, 30);
+    peer.join();
+    ::_exit(code);
+  }
+  Child child(target);
+  ASSERT_TRUE(read_byte(ready.read_end, 30000));
+  const pid_t hog_pid = ::fork();
+  if (hog_pid == 0) {
+    if (!pin_to(cpu) || !fifo(10)) ::_exit(20);
+    const uint64_t end = now_ns() + 6'000'000'000ull;
+    while (now_ns() < end && stop.word->load() == 0) {
+      sleep_ms(5);
+      ::kill(target, SIGUSR1);
+      const uint64_t until = now_ns() + 3'000'000;
+      while (now_ns() < until) {
+      }
+    }
+    ::_exit(0);
+  }
+  Child hog(hog_pid);
+  const RunResult r = run_doorbell({"inspect", std::to_string(target), "--watch", "1", "--json"});
+  stop.word->store(1);
+  EXPECT_EQ(hog.wait(10), 0);
+  EXPECT_EQ(child.wait(10), 0);
+  ASSERT_TRUE(r.success()) << r.describe();
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  const auto& measured = j["watch"]["measured"];
+  ASSERT_EQ(measured["ran"], true) << measured.dump();
+  EXPECT_NE(measured["how"].get<std::string>().find("BPF programs attached"), std::string::npos);
+  const nlohmann::json* usr1 = nullptr;
+  for (const auto& s : measured["signals"])
+    if (s["signal"] == SIGUSR1) usr1 = &s;
+  ASSERT_NE(usr1, nullptr) << measured.dump();
+  EXPECT_EQ((*usr1)["verdict"], "at_risk") << j["signals"].dump();
+  EXPECT_EQ((*usr1)["check"].get<std::string>().rfind("confirmed", 0), 0u) << usr1->dump();
+  EXPECT_GT((*usr1)["slow"].get<uint64_t>(), 0u);
+  EXPECT_GT((*usr1)["causes_ns"]["runnable"].get<uint64_t>(),
+            (*usr1)["causes_ns"]["on_cpu"].get<uint64_t>());
+  EXPECT_FALSE((*usr1)["slowest"].empty());
+}
+
+TEST(BpfFallback, InspectWatchSamplesOnlyAndSaysWhyWhenBpfIsRefused) {
+  SKIP_UNLESS_ROOT();
+  const pid_t sleeper = ::fork();
+  if (sleeper == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  Child child(sleeper);
+  int code = -1;
+  const std::string text = with_bpf_refused(
+      [&] {
+        const RunResult r =
+            run_doorbell({"inspect", std::to_string(sleeper), "--watch", "0.3", "--json"});
+        return nlohmann::json{{"code", r.exit_code()}, {"out", r.out}, {"err", r.err}}.dump();
+      },
+      code);
+  ASSERT_EQ(code, 0) << text;
+  const auto result = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(result.is_discarded()) << text;
+  ASSERT_EQ(result["code"], 0) << result["err"];
+  const auto j = nlohmann::json::parse(result["out"].get<std::string>(), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << result["out"];
+  EXPECT_EQ(j["watch"]["measured"]["ran"], false);
+  EXPECT_NE(j["watch"]["measured"]["how"].get<std::string>().find("Operation not permitted"),
+            std::string::npos)
+      << j["watch"].dump();
+  EXPECT_GT(j["watch"]["samples"].get<int>(), 0);
+}
+
 }  // namespace
