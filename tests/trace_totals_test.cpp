@@ -91,6 +91,15 @@ TEST(BpfTotals, SetTotalsMeasuresTheIntervalFromItsStart) {
   EXPECT_EQ(s.total.delay.count(), 20u);
   EXPECT_EQ(s.interval.delay.count(), 11u);
   EXPECT_NEAR(s.interval.delay.percentile(50), 3000, 3000 * 0.13);
+  // With the kernel's exact largest delay, the totals' max is exact, and so
+  // is the interval's when it grew in the interval.
+  trace::Counts later = totals(30, 3000, 25);
+  later.delay_max_ns = 2900;  // in the bucket of the 3000 ns delays: [2560, 3072)
+  tracker.end_interval();
+  tracker.set_totals(key, "target", later);
+  EXPECT_EQ(s.total.delay.max(), 2900);
+  EXPECT_EQ(s.interval.delay.max(), 2900);
+  EXPECT_EQ(s.interval.delay.count(), 5u);
   // Only the chosen process is kept.
   trace::Tracker only(self + 1);
   only.set_totals(key, "target", totals(1, 10, 1));

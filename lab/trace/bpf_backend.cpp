@@ -3,6 +3,7 @@
 // deliveries into SlowDelivery records.
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <memory>
@@ -45,6 +46,7 @@ Counts counts_of(const std::vector<doorbell_stats>& per_cpu, std::string& comm) 
     c.discarded += v.discarded;
     c.senders_other += v.senders_other;
     for (int i = 0; i < kDelayBuckets; ++i) c.delay_buckets[i] += v.delay_buckets[i];
+    c.delay_max_ns = std::max<uint64_t>(c.delay_max_ns, v.delay_max_ns);
     for (int i = 0; i < kCauses; ++i) {
       c.causes.ns[i] += v.cause_ns[i];
       c.causes.count[i] += v.cause_count[i];
@@ -82,6 +84,7 @@ void accumulate(Counts& into, const Counts& more) {
   into.discarded += more.discarded;
   into.senders_other += more.senders_other;
   for (int i = 0; i < kDelayBuckets; ++i) into.delay_buckets[i] += more.delay_buckets[i];
+  into.delay_max_ns = std::max(into.delay_max_ns, more.delay_max_ns);
   for (int i = 0; i < kCauses; ++i) {
     into.causes.ns[i] += more.causes.ns[i];
     into.causes.count[i] += more.causes.count[i];

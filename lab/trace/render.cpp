@@ -34,12 +34,12 @@ std::string ran_instead_text(pid_t tid, const std::string& comm) {
 
 }  // namespace
 
-std::vector<std::pair<double, uint64_t>> log2_histogram(const Counts& c) {
-  std::vector<std::pair<double, uint64_t>> octaves;
+std::vector<std::pair<uint64_t, uint64_t>> log2_histogram(const Counts& c) {
+  std::vector<std::pair<uint64_t, uint64_t>> octaves;
   for (int i = 0; i < kDelayBuckets; ++i) {
     if (c.delay_buckets[i] == 0) continue;
     const int k = octave_of(i);
-    const double lower = k < 0 ? 0.0 : std::ldexp(1.0, k);
+    const uint64_t lower = k < 0 ? 0 : uint64_t(1) << k;
     if (!octaves.empty() && octaves.back().first == lower)
       octaves.back().second += c.delay_buckets[i];
     else
@@ -136,8 +136,9 @@ void print_histograms(std::ostream& out, const Tracker& tracker, int rows_wanted
     for (const auto& [lower, count] : octaves) {
       const int bar = static_cast<int>(
           std::lround(40.0 * static_cast<double>(count) / static_cast<double>(most)));
-      const std::string from = lower == 0 ? std::string("0") : format_duration(lower);
-      const std::string to = format_duration(lower == 0 ? 1.0 : 2 * lower);
+      const std::string from =
+          lower == 0 ? std::string("0") : format_duration(static_cast<double>(lower));
+      const std::string to = format_duration(lower == 0 ? 1.0 : 2.0 * static_cast<double>(lower));
       out << fmt::format("  {:>9} .. {:<9} {:>10} |{}\n", from, to, count,
                          std::string(static_cast<std::size_t>(std::max(bar, count ? 1 : 0)), '#'));
     }

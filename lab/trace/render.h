@@ -19,7 +19,7 @@ namespace doorbell::lab::trace {
 
 // The delay histogram as powers of two: (lower_ns, count) for every
 // non-empty octave [lower, 2 * lower); the octave below 1 ns has lower 0.
-std::vector<std::pair<double, uint64_t>> log2_histogram(const Counts& c);
+std::vector<std::pair<uint64_t, uint64_t>> log2_histogram(const Counts& c);
 
 // The fields the row of --json gains beyond row_json(): taken, taken by
 // sigwait and signalfd, discarded, the log2 histogram, the causes (null

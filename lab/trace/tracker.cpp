@@ -173,6 +173,8 @@ Counts difference(const Counts& now, const Counts& before) {
   d.senders_other = now.senders_other - before.senders_other;
   for (int i = 0; i < kDelayBuckets; ++i)
     d.delay_buckets[i] = now.delay_buckets[i] - before.delay_buckets[i];
+  // The largest delay only grows: when it grew, it happened in this interval.
+  if (now.delay_max_ns > before.delay_max_ns) d.delay_max_ns = now.delay_max_ns;
   for (int i = 0; i < kCauses; ++i) {
     d.causes.ns[i] = now.causes.ns[i] - before.causes.ns[i];
     d.causes.count[i] = now.causes.count[i] - before.causes.count[i];
@@ -193,10 +195,19 @@ Counts difference(const Counts& now, const Counts& before) {
 
 void histogram_from_buckets(Counts& c) {
   c.delay.reset();
+  int top = -1;
   for (int i = 0; i < kDelayBuckets; ++i)
-    if (c.delay_buckets[i] != 0)
-      c.delay.record_n((delay_bucket_lower(i) + std::min(delay_bucket_upper(i), 1e18)) / 2,
-                       c.delay_buckets[i]);
+    if (c.delay_buckets[i] != 0) top = i;
+  for (int i = 0; i <= top; ++i) {
+    uint64_t n = c.delay_buckets[i];
+    if (n == 0) continue;
+    if (i == top && c.delay_max_ns != 0 && delay_bucket(c.delay_max_ns) == top) {
+      c.delay.record(static_cast<double>(c.delay_max_ns));  // the largest, exactly
+      --n;
+    }
+    if (n != 0)
+      c.delay.record_n((delay_bucket_lower(i) + std::min(delay_bucket_upper(i), 1e18)) / 2, n);
+  }
 }
 
 }  // namespace

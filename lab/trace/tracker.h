@@ -105,6 +105,7 @@ struct Counts {
   uint64_t senders_other = 0;   // sends by senders the kernel side had no slot for
   Histogram delay;              // generate -> take, ns
   std::array<uint64_t, kDelayBuckets> delay_buckets{};  // the same delays, bucketed
+  uint64_t delay_max_ns = 0;  // set_totals(): the exact largest delay (0: not known)
   Causes causes;
   std::map<pid_t, SenderTally> senders;
 
@@ -136,7 +137,9 @@ class Tracker {
   // A backend that counts in the kernel hands over its running totals for
   // one stream instead of events: the interval is what they gained since the
   // last end_interval(). `totals.delay` may be left empty: it is rebuilt
-  // from `totals.delay_buckets` (bucket midpoints).
+  // from `totals.delay_buckets` (bucket midpoints; the largest at
+  // `totals.delay_max_ns` when given, so the totals' max is exact, the
+  // interval's to within its bucket).
   void set_totals(const Key& key, const std::string& comm, Counts totals);
 
   std::map<Key, Stream>& streams() { return streams_; }
