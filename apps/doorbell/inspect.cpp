@@ -44,7 +44,8 @@ std::uint64_t monotonic_ns() {
 }
 
 // --watch measured: the BPF backend of `doorbell trace` (lab/trace/backend.h)
-// on the target alone, read every 100 ms, beside the /proc samples. Without
+// on the target alone, its slow deliveries read every 100 ms and its maps at
+// the end, beside the /proc samples. Without
 // BPF (no root, no BTF) the watch samples only and says why.
 class Measurement {
  public:
@@ -62,7 +63,7 @@ class Measurement {
   void poll(std::uint64_t now) {
     if (!backend_ || now - last_poll_ < 100'000'000ull) return;
     last_poll_ = now;
-    backend_->collect(tracker_, &slow_);
+    backend_->poll(tracker_, &slow_);  // the slow deliveries; the maps at finish()
   }
 
   lab::inspect::MeasuredWatch finish() {

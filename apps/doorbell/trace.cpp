@@ -185,7 +185,9 @@ int run_trace(const TraceArgs& args) {
   std::vector<trace::SlowDelivery> slow;
   uint64_t slow_total = 0;
   while (true) {
-    backend->collect(tracker, &slow);
+    // Often: what would overflow (tracefs's buffers, the slow deliveries);
+    // the maps of bpf once per interval, below.
+    backend->poll(tracker, &slow);
     uint64_t now = lab::monotonic_ns();
     bool finish = stop_requested() || (end != 0 && now >= end);
     if (args.pid && !process_alive(args.pid)) {
@@ -196,6 +198,7 @@ int run_trace(const TraceArgs& args) {
       finish = true;
     }
     if (finish || now - interval_start >= interval_ns) {
+      backend->collect(tracker, &slow);
       double seconds = std::max(1e-3, (now - interval_start) / 1e9);
       double elapsed = (now - start) / 1e9;
       const long long lost = backend->lost_events();
@@ -327,7 +330,7 @@ int measure_overhead(int count, int rounds, bool json) {
   } else {
     std::cout << fmt::format(
         "self-signal storm (kill + empty handler), {} signals per run, {} rounds of untraced, "
-        "tracefs and bpf interleaved (whole system traced, read every 10 ms):\n",
+        "tracefs and bpf interleaved (whole system traced; tracefs read every 10 ms):\n",
         count, r.rounds);
     std::cout << mode_text(r.untraced, plain, count) << mode_text(r.tracefs, plain, count)
               << mode_text(r.bpf, plain, count);

@@ -94,8 +94,13 @@ class Backend {
   // Whether it sees sigwait and signalfd takes, causes and slow deliveries.
   virtual bool sees_causes() const noexcept = 0;
   // Brings `tracker` up to date with what the kernel saw; appends the slow
-  // deliveries seen since the last call to `slow` when given.
+  // deliveries seen since the last call to `slow` when given. The bpf
+  // backend reads its maps here: call it once per interval.
   virtual void collect(Tracker& tracker, std::vector<SlowDelivery>* slow) = 0;
+  // What must be read often between two collect() calls so that nothing
+  // overflows: tracefs drains its ring buffers into `tracker` (the same as
+  // collect()); bpf only takes the slow deliveries from its ring buffer.
+  virtual void poll(Tracker& tracker, std::vector<SlowDelivery>* slow) { collect(tracker, slow); }
   // Events it could not account since the start (ring buffers overrun, maps
   // full). 0 is the normal case, and the tests insist on it.
   virtual long long lost_events() const = 0;

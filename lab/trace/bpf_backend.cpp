@@ -142,10 +142,14 @@ class BpfBackend final : public Backend {
         "ids (outside the system's mount namespace: the system's mounts are unchanged)"};
   }
 
-  void collect(Tracker& tracker, std::vector<SlowDelivery>* slow) override {
+  void poll(Tracker&, std::vector<SlowDelivery>* slow) override {
     programs_.drain_slow([&](const doorbell_slow& r) {
       if (slow != nullptr) slow->push_back(slow_of(r));
     });
+  }
+
+  void collect(Tracker& tracker, std::vector<SlowDelivery>* slow) override {
+    poll(tracker, slow);
     // Processes found gone before the read: this read has all they did, so
     // their entries go after it (a process that dies during the read is
     // forgotten at the next one).

@@ -55,10 +55,10 @@ struct StormRun {
   pid_t child = 0;
 };
 
-// Runs one storm; while it runs, collects from `backend` every 10 ms when
-// given (a storm of a million signals a second fills tracefs's 4 MiB per CPU
-// in about 50 ms). The storm's own time is what counts; the backend is
-// opened before.
+// Runs one storm; while it runs, polls `backend` every 10 ms when given (a
+// storm of a million signals a second fills tracefs's 4 MiB per CPU in about
+// 50 ms; bpf reads its maps once, at the end). The storm's own time is what
+// counts; the backend is opened before.
 StormRun run_storm(int count, Backend* backend, Tracker* tracker) {
   int go = -1, result = -1;
   const pid_t child = start_storm(count, go, result);
@@ -78,7 +78,7 @@ StormRun run_storm(int count, Backend* backend, Tracker* tracker) {
     }
     if (n == 0) break;  // the child died without a result
     if (errno != EAGAIN && errno != EINTR) break;
-    if (backend) backend->collect(*tracker, nullptr);
+    if (backend) backend->poll(*tracker, nullptr);
     sleep_ns(10'000'000);
   }
   ::close(result);

@@ -1,7 +1,8 @@
 // What `doorbell trace` costs the traced: a child sends itself `count`
 // SIGUSR1 (kill + empty handler, each delivered before kill returns), timed
 // untraced, traced by the tracefs backend and traced by the BPF backend,
-// both tracing the whole system and read live every 10 ms; the three are
+// both tracing the whole system (tracefs read live every 10 ms, bpf's maps at
+// the end); the three are
 // interleaved round by round (the order rotates, so a drift in the machine's
 // load does not favour one), `rounds` rounds (`doorbell trace
 // --measure-overhead`). Each traced run also checks its backend's counts of
