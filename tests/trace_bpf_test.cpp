@@ -256,7 +256,15 @@ int controlled_sender(int go) {
   }
   // Thread-directed, to a handler.
   for (int i = 0; i < 25; ++i) ::syscall(SYS_tgkill, self, tid, rt + 3);
+    // Every handler has run by now. Not under ThreadSanitizer: it takes each
+    // signal in a handler of its own and runs ours later, once per signal
+    // number pending (queued real-time signals merge there). The kernel's
+    // counts, which the test checks, are the same either way.
+#if defined(__SANITIZE_THREAD__)
+  return handled.load() > 0 ? 0 : 8;
+#else
   return handled.load() == 200 + 1 + 40 + 25 ? 0 : 8;
+#endif
 }
 
 pid_t start_sender(Pipe& go) {
