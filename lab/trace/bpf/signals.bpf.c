@@ -40,10 +40,11 @@
  * LRU map.
  *
  * Cost. The hot path (a signal generated and taken at once, the storm of
- * `doorbell trace --measure-overhead`) takes one clock read and one per-CPU
- * hash lookup in each of generate and take, one task-storage lookup, and
- * four atomic operations on the process's FIFO; the counters are per CPU
- * and need none. The cause walk is skipped when no thread of the process
+ * `doorbell trace --measure-overhead`) takes one clock read, one per-CPU
+ * hash lookup and one task-storage lookup in each of generate and take, and
+ * four atomic operations (the count of outstanding signals up and down, the
+ * head of the FIFO, the freeing of its slot); the counters are per CPU and
+ * need none, the tail moves under the siglock. The cause walk is skipped when no thread of the process
  * changed state since the generate (an epoch in the process's storage).
  *
  * Races. signal_generate and signal_deliver of one process run under its
@@ -394,10 +395,16 @@ static __always_inline void log_transition(struct task_struct* t, u32 kind,
   __sync_fetch_and_add(&ps->epoch, 1);
 }
 
-/* Appends an instance to a FIFO: its slot when free, else the overflow map. */
+/* Appends an instance to a FIFO: its slot when free, else the overflow map.
+ * Only signal_generate pushes, and it runs under the process's siglock: the
+ * tail and the slot need no atomic operation, and a take that pops the
+ * instance runs after the lock's release (signal_deliver under the same
+ * lock, the system-call exits after the dequeue), which orders the fields
+ * before it. */
 static __always_inline void push(u32* tail, struct instance* slots, u32 mask,
                                  struct overflow_key* ok, struct instance* inst) {
-  u32 index = __sync_fetch_and_add(tail, 1);
+  u32 index = *tail;
+  *tail = index + 1;
   struct instance* slot = &slots[index & mask];
   if (slot->seq == 0) {
     slot->ts = inst->ts;
@@ -407,7 +414,7 @@ static __always_inline void push(u32* tail, struct instance* slots, u32 mask,
     slot->epoch = inst->epoch;
     slot->holder_tid = inst->holder_tid;
     __builtin_memcpy(slot->holder_comm, inst->holder_comm, DOORBELL_COMM_LEN);
-    __sync_lock_test_and_set(&slot->seq, index + 1); /* publishes the fields above */
+    slot->seq = index + 1;
     return;
   }
   ok->index = index;
@@ -416,7 +423,10 @@ static __always_inline void push(u32* tail, struct instance* slots, u32 mask,
 }
 
 /* Pops the oldest instance of a FIFO into *out; false when it is empty (or
- * a racing take won it, or its overflow entry was evicted). */
+ * a racing take won it, or its overflow entry was evicted). Takes from the
+ * system-call exits run outside the siglock and may race each other (the
+ * compare-and-swap of head) and a generate that reuses the slot (the
+ * exchange that frees it comes after the reads, on every architecture). */
 static __always_inline bool pop(u32* head, u32* tail, struct instance* slots, u32 mask,
                                 struct overflow_key* ok, struct instance* out) {
   u32 h = *head;
