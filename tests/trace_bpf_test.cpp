@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -966,6 +967,56 @@ TEST(BpfFallback, InspectWatchSamplesOnlyAndSaysWhyWhenBpfIsRefused) {
             std::string::npos)
       << j["watch"].dump();
   EXPECT_GT(j["watch"]["samples"].get<int>(), 0);
+}
+
+// In a child with a mount namespace of its own where /sys/kernel/btf is an
+// empty tmpfs (the system's mounts are untouched): a kernel without BTF, as
+// the programs see it.
+TEST(BpfFallback, WithoutKernelBtfTraceFallsBackWithOneLine) {
+  SKIP_UNLESS_ROOT();
+  Pipe result;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(result.read_end);
+    if (::unshare(CLONE_NEWNS) != 0) ::_exit(30);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(31);
+    if (::mount("none", "/sys/kernel/btf", "tmpfs", 0, nullptr) != 0) ::_exit(32);
+    std::string why;
+    try {
+      trace::open_backend(trace::BackendKind::bpf, trace::BackendOptions{});
+      why = "loaded";
+    } catch (const trace::BackendUnavailable& e) {
+      why = e.what();
+    }
+    const RunResult r = run_doorbell({"trace", "--json", "--duration", "0.2", "--interval", "0.1"});
+    const std::string text = nlohmann::json{
+        {"why", why},
+        {"code", r.exit_code()},
+        {"out", r.out},
+        {"err", r.err}}.dump();
+    ::_exit(::write(result.write_end, text.data(), text.size()) == static_cast<ssize_t>(text.size())
+                ? 0
+                : 33);
+  }
+  Child child(pid);
+  ::close(result.write_end);
+  result.write_end = -1;
+  std::string text;
+  char buffer[4096];
+  while (read_byte(result.read_end, 60000, buffer)) {
+    text.push_back(buffer[0]);
+    const ssize_t n = ::read(result.read_end, buffer, sizeof buffer);
+    if (n > 0) text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ASSERT_EQ(child.wait(10), 0) << text;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << text;
+  EXPECT_NE(j["why"].get<std::string>().find("no BTF"), std::string::npos) << j["why"];
+  EXPECT_EQ(j["code"], 0) << j["err"];
+  const std::string err = j["err"];
+  EXPECT_NE(err.find("backend tracefs"), std::string::npos) << err;
+  EXPECT_NE(err.find("this kernel has no BTF"), std::string::npos) << err;
+  EXPECT_EQ(line_of_type(json_lines(j["out"]), "start")["backend"], "tracefs");
 }
 
 }  // namespace
