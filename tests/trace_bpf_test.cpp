@@ -367,9 +367,18 @@ TEST(BpfPrograms, LoadAndPassTheVerifierOnBothSystemCallRoutes) {
     // Each loaded program went through the verifier: it says how far.
     const std::string summary = programs->verifier_summary();
     EXPECT_NE(summary.find("on_signal_generate"), std::string::npos) << summary;
-    EXPECT_EQ(summary.find(" 0"), std::string::npos)
-        << "a program with no verified insns: " << summary;
-    for (uint64_t n : programs->losses()) EXPECT_EQ(n, 0u);
+    // Nothing lost while loaded (the state log may miss a change of some
+    // other process's thread: not a loss of counts).
+    const auto losses = programs->losses();
+    for (int i = 0; i < DOORBELL_LOSSES; ++i) {
+      if (i != DOORBELL_LOSS_STATE_LOG) {
+        EXPECT_EQ(losses[i], 0u) << "loss " << i;
+      }
+    }
+    // The verifier's counts are positive numbers, each after a space.
+    std::istringstream words(summary);
+    std::string name, count;
+    while (words >> name >> count) EXPECT_GT(std::stoull(count), 0u) << name << " in " << summary;
   }
 }
 

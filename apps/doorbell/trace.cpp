@@ -246,7 +246,10 @@ int run_trace(const TraceArgs& args) {
                            {"end", end_reason},
                            {"lost_events", lost},
                            {"signals", rows_json(tracker, total_s, true, args.threshold, causes)}};
-    if (causes) summary["slow_deliveries"] = slow_total;
+    if (causes) {
+      summary["slow_deliveries"] = slow_total;
+      summary["unlogged_state_changes"] = backend->unlogged_state_changes();
+    }
     std::cout << summary.dump() << std::endl;
   } else {
     std::cout << "\n";

@@ -104,6 +104,9 @@ class Backend {
   // Events it could not account since the start (ring buffers overrun, maps
   // full). 0 is the normal case, and the tests insist on it.
   virtual long long lost_events() const = 0;
+  // bpf: state changes its cause log missed (no per-thread state could be
+  // made): a delay's split may be off by them, no count is.
+  virtual long long unlogged_state_changes() const { return 0; }
 };
 
 // Opens one backend; throws BackendUnavailable.

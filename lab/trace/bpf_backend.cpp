@@ -176,9 +176,15 @@ class BpfBackend final : public Backend {
   }
 
   long long lost_events() const override {
+    const auto losses = programs_.losses();
     long long total = 0;
-    for (const uint64_t n : programs_.losses()) total += static_cast<long long>(n);
+    for (int i = 0; i < DOORBELL_LOSSES; ++i)
+      if (i != DOORBELL_LOSS_STATE_LOG) total += static_cast<long long>(losses[i]);
     return total;
+  }
+
+  long long unlogged_state_changes() const override {
+    return static_cast<long long>(programs_.losses()[DOORBELL_LOSS_STATE_LOG]);
   }
 
  private:

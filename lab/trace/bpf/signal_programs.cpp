@@ -122,6 +122,34 @@ SignalPrograms::SignalPrograms(const Options& options) {
         "with CONFIG_DEBUG_INFO_BTF",
         std::strerror(errno)));
   CapturedMessages messages;
+  // The per-system-call tracepoints where tracefs gives their ids, else the
+  // exit of every system call.
+  std::string every_call_why = "asked for";
+  int wait_id =
+      options.every_syscall ? -1 : syscall_event_id("sys_exit_rt_sigtimedwait", every_call_why);
+  int read_id = wait_id < 0 ? -1 : syscall_event_id("sys_exit_read", every_call_why);
+  if (wait_id >= 0) mounted_tracefs_ = sys::tracefs::tracing_dir().private_mount;
+  if (read_id < 0) wait_id = -1;
+  // A refusal of the per-call tracepoints' perf events (not of BPF) falls
+  // back to the every-call route, saying so.
+  if (!load(options, wait_id, read_id, every_call_why, &messages) &&
+      !load(options, -1, -1, every_call_why, &messages))
+    throw BpfUnavailable(every_call_why);
+}
+
+bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std::string& why,
+                          CapturedMessagesRef messages_ref) {
+  const CapturedMessages& messages = *static_cast<const CapturedMessages*>(messages_ref);
+  const bool per_call = wait_id >= 0 && read_id >= 0;
+  auto give_up = [&](const std::string& reason) {
+    ring_buffer__free(ring_);
+    ring_ = nullptr;
+    for (bpf_link* l : perf_links_) bpf_link__destroy(l);
+    perf_links_.clear();
+    doorbell_signals__destroy(skeleton_);
+    skeleton_ = nullptr;
+    throw BpfUnavailable(reason);
+  };
   skeleton_ = doorbell_signals__open();
   if (skeleton_ == nullptr)
     throw BpfUnavailable(failure("opening the embedded BPF programs", errno, messages));
@@ -131,14 +159,6 @@ SignalPrograms::SignalPrograms(const Options& options) {
   if (cpus > 0) bpf_map__set_max_entries(skeleton_->maps.cpu_current, static_cast<__u32>(cpus));
   skeleton_->rodata->nr_read = SYS_read;
   skeleton_->rodata->nr_rt_sigtimedwait = SYS_rt_sigtimedwait;
-  // The per-system-call tracepoints where tracefs gives their ids, else the
-  // exit of every system call.
-  std::string no_tracefs = "asked for";
-  const int wait_id =
-      options.every_syscall ? -1 : syscall_event_id("sys_exit_rt_sigtimedwait", no_tracefs);
-  const int read_id = wait_id < 0 ? -1 : syscall_event_id("sys_exit_read", no_tracefs);
-  if (wait_id >= 0) mounted_tracefs_ = sys::tracefs::tracing_dir().private_mount;
-  const bool per_call = wait_id >= 0 && read_id >= 0;
   bpf_program__set_autoload(skeleton_->progs.on_exit_rt_sigtimedwait, per_call);
   bpf_program__set_autoload(skeleton_->progs.on_exit_read, per_call);
   bpf_program__set_autoattach(skeleton_->progs.on_exit_rt_sigtimedwait, false);
@@ -146,19 +166,11 @@ SignalPrograms::SignalPrograms(const Options& options) {
   bpf_program__set_autoload(skeleton_->progs.on_sys_exit, !per_call);
   syscall_route_ = per_call ? "system calls through syscalls:sys_exit_rt_sigtimedwait and "
                               "sys_exit_read"
-                            : "system calls through tp_btf/sys_exit (" + no_tracefs + ")";
+                            : "system calls through tp_btf/sys_exit (" + why + ")";
   int error = doorbell_signals__load(skeleton_);
-  if (error != 0) {
-    const std::string why = failure("loading the BPF programs", -error, messages);
-    doorbell_signals__destroy(skeleton_);
-    throw BpfUnavailable(why);
-  }
+  if (error != 0) give_up(failure("loading the BPF programs", -error, messages));
   error = doorbell_signals__attach(skeleton_);
-  if (error != 0) {
-    const std::string why = failure("attaching the BPF programs", -error, messages);
-    doorbell_signals__destroy(skeleton_);
-    throw BpfUnavailable(why);
-  }
+  if (error != 0) give_up(failure("attaching the BPF programs", -error, messages));
   if (per_call) {
     const std::pair<bpf_program*, int> calls[] = {
         {skeleton_->progs.on_exit_rt_sigtimedwait, wait_id},
@@ -167,27 +179,25 @@ SignalPrograms::SignalPrograms(const Options& options) {
       const int fd = open_tracepoint_event(id);
       bpf_link* link = fd < 0 ? nullptr : bpf_program__attach_perf_event(program, fd);
       if (link == nullptr) {
-        const std::string why = failure("attaching to a system-call tracepoint", errno, messages);
+        why = failure("attaching to the system-call tracepoints", errno, messages);
         if (fd >= 0) ::close(fd);
         for (bpf_link* l : perf_links_) bpf_link__destroy(l);
         perf_links_.clear();
         doorbell_signals__destroy(skeleton_);
-        throw BpfUnavailable(why);
+        skeleton_ = nullptr;
+        return false;  // the caller tries the every-call route
       }
       perf_links_.push_back(link);  // the link owns fd now
     }
   }
   ring_ = ring_buffer__new(bpf_map__fd(skeleton_->maps.slow), on_slow_record, this, nullptr);
-  if (ring_ == nullptr) {
-    const std::string why = failure("opening the ring buffer", errno, messages);
-    for (bpf_link* l : perf_links_) bpf_link__destroy(l);
-    doorbell_signals__destroy(skeleton_);
-    throw BpfUnavailable(why);
-  }
+  if (ring_ == nullptr) give_up(failure("opening the ring buffer", errno, messages));
   const bpf_object_skeleton* s = skeleton_->skeleton;
+  attached_ = 0;
   for (int i = 0; i < s->prog_cnt; ++i)
     if (*s->progs[i].link != nullptr) ++attached_;
   attached_ += static_cast<int>(perf_links_.size());
+  return true;
 }
 
 SignalPrograms::~SignalPrograms() {

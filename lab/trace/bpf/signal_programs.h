@@ -96,6 +96,12 @@ class SignalPrograms {
 
  private:
   static int on_slow_record(void* context, void* data, std::size_t size);
+  // Opens, loads and attaches the skeleton, on the per-call route when both
+  // ids are given. Throws BpfUnavailable; returns false (everything undone,
+  // `why` set) when only the per-call tracepoints could not be attached.
+  using CapturedMessagesRef = const void*;  // the loader's captured libbpf messages
+  bool load(const Options& options, int wait_id, int read_id, std::string& why,
+            CapturedMessagesRef messages);
 
   doorbell_signals* skeleton_ = nullptr;
   ring_buffer* ring_ = nullptr;

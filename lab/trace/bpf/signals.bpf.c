@@ -44,8 +44,8 @@
  * hash lookup and one task-storage lookup in each of generate and take, and
  * four atomic operations (the count of outstanding signals up and down, the
  * head of the FIFO, the freeing of its slot); the counters are per CPU and
- * need none, the tail moves under the siglock. The cause walk is skipped when no thread of the process
- * changed state since the generate (an epoch in the process's storage).
+ * need none, the tail moves under the siglock. The cause walk is skipped when no thread of the
+ * process changed state since the generate (an epoch in the process's storage).
  *
  * Races. signal_generate and signal_deliver of one process run under its
  * siglock, so they are serialized. The system-call takes run after the
@@ -356,10 +356,10 @@ static __always_inline bool blocked_everywhere(struct task_struct* t, int sig, i
   return false; /* more threads than walked: assume one can take it */
 }
 
-static __always_inline struct thread_state* thread_state_of(struct task_struct* t, bool create) {
-  struct thread_state* ts =
-      bpf_task_storage_get(&threads, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-  if (!ts && create) lose(DOORBELL_LOSS_STORAGE);
+/* The thread's state, made when missing; a failure counts as `loss`. */
+static __always_inline struct thread_state* thread_state_of(struct task_struct* t, u32 loss) {
+  struct thread_state* ts = bpf_task_storage_get(&threads, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!ts) lose(loss);
   return ts;
 }
 
@@ -375,7 +375,7 @@ static __always_inline struct proc_state* watched(struct task_struct* t) {
 static __always_inline void log_transition(struct task_struct* t, u32 kind,
                                            struct task_struct* other, u64 now,
                                            struct proc_state* ps) {
-  struct thread_state* ts = thread_state_of(t, true);
+  struct thread_state* ts = thread_state_of(t, DOORBELL_LOSS_STATE_LOG);
   if (!ts) return;
   if (kind == WOKEN) {
     /* sched_waking and sched_wakeup both report one wake-up: log it once. */
@@ -535,7 +535,7 @@ int BPF_PROG(on_signal_generate, int sig, struct kernel_siginfo* info, struct ta
     }
     struct overflow_key ok = {.id = task->pid, .sig = sig, .shared = 0};
     push(&q->tail, q->slot, PRIVATE_SLOTS - 1, &ok, &inst);
-    struct thread_state* ts = thread_state_of(task, true);
+    struct thread_state* ts = thread_state_of(task, DOORBELL_LOSS_STORAGE);
     if (ts) __sync_fetch_and_or(&ts->private_queues, 1ull << i);
     __sync_fetch_and_add(&ps->private_outstanding, 1);
   }

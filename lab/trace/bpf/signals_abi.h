@@ -37,14 +37,18 @@ enum doorbell_take {
   DOORBELL_TAKE_SIGNALFD = 2, /* a read of a signalfd returned it */
 };
 
-/* Counters of events the programs could not account (never silent). */
+/* Counters of events the programs could not account (never silent). All
+ * but the last lose a count or a pairing: user space reports their sum as
+ * lost events. The last loses only a state change of the cause log (a
+ * delay's split may be off; no count is). */
 enum doorbell_loss {
   DOORBELL_LOSS_STATS_FULL = 0,    /* no room for a new (process, signal) entry */
   DOORBELL_LOSS_QUEUE_FULL = 1,    /* no room to remember a queued signal: its take is unpaired */
   DOORBELL_LOSS_SLOW_DROPPED = 2,  /* the slow-delivery ring buffer was full */
-  DOORBELL_LOSS_STORAGE = 3,       /* no per-thread or per-process state could be made */
+  DOORBELL_LOSS_STORAGE = 3,       /* no per-process or per-thread state for a queued signal */
   DOORBELL_LOSS_SIGNALFD_READ = 4, /* signalfd records beyond the 64 read per read(2) */
-  DOORBELL_LOSSES = 5,
+  DOORBELL_LOSS_STATE_LOG = 5,     /* a state change not logged (no per-thread state) */
+  DOORBELL_LOSSES = 6,
 };
 
 struct doorbell_stats_key {
