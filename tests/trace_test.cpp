@@ -1,5 +1,6 @@
-// doorbell trace against a child that sends itself a known number of
-// signals: the counts it reports must match exactly. Also: bad input exits
+// doorbell trace's tracefs backend (--backend tracefs) against a child that
+// sends itself a known number of signals: the counts it reports must match
+// exactly (the BPF backend's tests: trace_bpf_test.cpp). Also: bad input exits
 // with 2, Ctrl-C ends it cleanly, it leaves no tracing instance behind and
 // never changes the system's mount table; and the tracefs binding itself
 // (src/sys/tracefs.h): private mount, stale-instance cleaner.
@@ -175,8 +176,8 @@ TEST(Trace, CountsMatchWhatTheChildSent) {
   pid_t child = start_child(kUsr1, kRt, go);
   ASSERT_GT(child, 0);
   auto run = std::async(std::launch::async, [child] {
-    return run_doorbell({"trace", "--json", "-p", std::to_string(child), "--interval", "0.2",
-                         "--duration", "60", "--threshold", "50"});
+    return run_doorbell({"trace", "--backend", "tracefs", "--json", "-p", std::to_string(child),
+                         "--interval", "0.2", "--duration", "60", "--threshold", "50"});
   });
   const pid_t tracer = wait_for_our_tracer(std::chrono::seconds(30));
   ASSERT_EQ(::write(go, "g", 1), 1);
@@ -227,7 +228,7 @@ TEST(Trace, InterruptEndsItCleanly) {
   const std::string mounts_before = slurp("/proc/self/mountinfo");
   const int host_before = host_tracefs_mounts();
   auto run = std::async(std::launch::async, [] {
-    return run_doorbell({"trace", "--json", "--interval", "0.2"});
+    return run_doorbell({"trace", "--backend", "tracefs", "--json", "--interval", "0.2"});
   });
   const pid_t tracer = wait_for_our_tracer(std::chrono::seconds(30));
   ASSERT_GT(tracer, 0) << "no doorbell-trace instance appeared";
@@ -249,7 +250,8 @@ TEST(Trace, WithoutTracefsMountsItPrivatelyAndLeavesNothing) {
   const int host_before = host_tracefs_mounts();
   hide_tracefs_in_this_namespace();
   ASSERT_FALSE(tracefs::find_mount().has_value());
-  const RunResult r = run_doorbell({"trace", "--json", "--duration", "0.5", "--interval", "0.2"});
+  const RunResult r = run_doorbell(
+      {"trace", "--backend", "tracefs", "--json", "--duration", "0.5", "--interval", "0.2"});
   ASSERT_TRUE(r.success()) << r.describe();
   EXPECT_NE(r.err.find("mounted it privately"), std::string::npos) << r.err;
   const nlohmann::json start = line_of_type(json_lines(r.out), "start");

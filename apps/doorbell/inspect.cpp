@@ -1,14 +1,19 @@
 // doorbell inspect PID: will this process's signals wait for a busy thread?
 // A verdict per signal from /proc, read without stopping or changing the
 // target. The reading and the analysis live in lab/inspect/ (unit-tested
-// with synthetic processes); this file parses flags and prints.
+// with synthetic processes); this file parses flags and prints. --watch
+// also measures with the BPF backend of `doorbell trace` where it loads
+// (Measurement below).
 #include <time.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -16,6 +21,9 @@
 #include "lab/inspect/analysis.h"
 #include "lab/inspect/render.h"
 #include "lab/inspect/snapshot.h"
+#include "lab/trace/backend.h"
+#include "lab/trace/render.h"
+#include "lab/trace/tracker.h"
 
 namespace doorbell::cli {
 namespace {
@@ -35,6 +43,76 @@ std::uint64_t monotonic_ns() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
+// --watch measured: the BPF backend of `doorbell trace` (lab/trace/backend.h)
+// on the target alone, its slow deliveries read every 100 ms and its maps at
+// the end, beside the /proc samples. Without
+// BPF (no root, no BTF) the watch samples only and says why.
+class Measurement {
+ public:
+  static constexpr std::uint64_t kSlowNs = 1'000'000;
+
+  explicit Measurement(pid_t pid) : pid_(pid), tracker_(pid) {
+    try {
+      backend_ = lab::trace::open_backend(lab::trace::BackendKind::bpf, {pid, kSlowNs, false});
+      how_ = backend_->source();
+    } catch (const lab::trace::BackendUnavailable& e) {
+      how_ = e.what();
+    }
+  }
+
+  void poll(std::uint64_t now) {
+    if (!backend_ || now - last_poll_ < 100'000'000ull) return;
+    last_poll_ = now;
+    backend_->poll(tracker_, &slow_);  // the slow deliveries; the maps at finish()
+  }
+
+  lab::inspect::MeasuredWatch finish() {
+    lab::inspect::MeasuredWatch m;
+    m.how = how_;
+    m.slow_ns = kSlowNs;
+    if (!backend_) return m;
+    backend_->collect(tracker_, &slow_);
+    m.ran = true;
+    m.lost_events = backend_->lost_events();
+    std::sort(slow_.begin(), slow_.end(),
+              [](const auto& a, const auto& b) { return a.delay_ns() > b.delay_ns(); });
+    for (const auto& [key, stream] : tracker_.streams()) {
+      if (key.tgid != pid_) continue;
+      const lab::trace::Counts& c = stream.total;
+      lab::inspect::MeasuredSignal s;
+      s.signal = key.sig;
+      s.generated = c.generated;
+      s.merged = c.coalesced;
+      s.taken = c.taken();
+      s.by_handler = c.delivered;
+      s.by_sigwait = c.taken_sigwait;
+      s.by_signalfd = c.taken_signalfd;
+      s.unpaired = c.unpaired;
+      if (!c.delay.empty()) {
+        s.p50_ns = c.delay.percentile(50);
+        s.p99_ns = c.delay.percentile(99);
+        s.max_ns = c.delay.max();
+      }
+      for (int i = 0; i < 4; ++i) s.cause_ns[i] = c.causes.ns[i];
+      for (const auto& d : slow_) {
+        if (d.sig != key.sig) continue;
+        ++s.slow;
+        if (s.slowest.size() < 3) s.slowest.push_back(lab::trace::slow_text(d).substr(6));
+      }
+      m.signals.push_back(std::move(s));
+    }
+    return m;
+  }
+
+ private:
+  pid_t pid_;
+  lab::trace::Tracker tracker_;
+  std::unique_ptr<lab::trace::Backend> backend_;
+  std::string how_;
+  std::uint64_t last_poll_ = 0;
+  std::vector<lab::trace::SlowDelivery> slow_;
+};
+
 void run_inspect(const InspectOptions& o) {
   using namespace doorbell::lab::inspect;
   if (o.pid <= 0 || o.pid > 0x3fffffff)
@@ -49,12 +127,14 @@ void run_inspect(const InspectOptions& o) {
     if (o.watch_seconds > 0) {
       watch.emplace();
       watch->period_ns = static_cast<std::uint64_t>(o.period_ms) * 1000000ull;
+      Measurement measurement(pid);
       const std::uint64_t start = monotonic_ns();
       const std::uint64_t end = start + static_cast<std::uint64_t>(o.watch_seconds * 1e9);
       std::uint64_t next = start;
       for (;;) {
         const std::uint64_t now = monotonic_ns();
         if (now >= end) break;
+        measurement.poll(now);
         try {
           watch->watch.observe(read_pending(pid), now);
         } catch (const ProcessGone&) {
@@ -66,6 +146,7 @@ void run_inspect(const InspectOptions& o) {
         if (next > after) std::this_thread::sleep_for(std::chrono::nanoseconds(next - after));
       }
       watch->duration_ns = monotonic_ns() - start;
+      watch->measured = measurement.finish();
     }
     const WatchResult* w = watch ? &*watch : nullptr;
     if (o.json)
@@ -89,8 +170,8 @@ const CommandRegistrar kInspect{
       cmd->add_option("PID", options->pid, "the process to inspect")->required();
       cmd->add_flag("--json", options->json, "one JSON object (schema in docs/inspect.md)");
       cmd->add_option("--watch", options->watch_seconds,
-                      "then sample pending signals for SECONDS and say how long each stayed "
-                      "pending")
+                      "then watch SECONDS: sample pending signals, and (root, BPF) measure each "
+                      "signal's real wait and its cause")
           ->check(CLI::PositiveNumber);
       cmd->add_option("--period-ms", options->period_ms, "sampling period of --watch (default 10)")
           ->check(CLI::Range(1, 10000));

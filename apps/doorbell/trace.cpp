@@ -1,14 +1,18 @@
-// doorbell trace: who receives how many signals, live, from the kernel's
-// signal tracepoints. The command: its flags, the loop that reads and
-// refreshes, and the output. The tracepoints are read by
-// lab/trace/signal_tracing.h through the one tracefs binding (src/sys/
-// tracefs.h); the counting is lab/trace/tracker.h; --measure-overhead is
+// doorbell trace: who receives how many signals, live, how long they wait
+// and why. The command: its flags, the loop that reads and refreshes, and
+// the output. The kernel is read by one of two backends behind
+// lab/trace/backend.h (BPF where it loads, tracefs otherwise; --backend
+// chooses); the counting is lab/trace/tracker.h, the causes, histograms and
+// slow deliveries lab/trace/render.h; --measure-overhead is
 // lab/trace/overhead.h. See docs/trace.md.
 //
 // What it does to the system, and how it undoes it:
-//  - It never changes the system's mount table: it uses tracefs where it is
-//    mounted, or mounts it privately (sys/tracefs.h says how).
-//  - It creates a tracing instance "doorbell-trace-<pid>" with its own ring
+//  - bpf: programs attached to tracepoints, detached on every exit (the
+//    kernel detaches them when the process dies, SIGKILL included); nothing
+//    pinned.
+//  - tracefs: it never changes the system's mount table: it uses tracefs
+//    where it is mounted, or mounts it privately (sys/tracefs.h says how).
+//    It creates a tracing instance "doorbell-trace-<pid>" with its own ring
 //    buffer, enables the two signal events there only (the top-level
 //    instance and other tools' instances are untouched), and on exit
 //    (normal, --duration, SIGINT, SIGTERM, SIGHUP, SIGPIPE) disables them and
@@ -34,16 +38,15 @@
 #include "lab/common/signal_scope.h"
 #include "lab/common/time.h"
 #include "lab/harness/clock.h"
+#include "lab/trace/backend.h"
 #include "lab/trace/overhead.h"
-#include "lab/trace/signal_tracing.h"
+#include "lab/trace/render.h"
 #include "lab/trace/tracker.h"
-#include "sys/tracefs.h"
 
 namespace doorbell::cli {
 namespace {
 
 namespace trace = lab::trace;
-namespace tracefs = sys::tracefs;
 
 // ------------------------------------------------------------ stop request
 
@@ -77,29 +80,24 @@ bool process_alive(pid_t pid) {
   return ::kill(pid, 0) == 0 || errno == EPERM;
 }
 
-// Makes tracefs reachable (sys/tracefs.h's policy); a refusal is a usage
-// error (exit 2) with the binding's reason.
-void ensure_tracefs(std::ostream& log) {
+// The backend (lab/trace/backend.h's choice), with its one line saying which
+// runs and why the other does not; none possible is a usage error (exit 2)
+// with every reason.
+std::unique_ptr<trace::Backend> open_backend(const std::string& wanted,
+                                             const trace::BackendOptions& options,
+                                             std::ostream& log) {
+  std::optional<trace::BackendKind> kind;
+  if (wanted == "bpf") kind = trace::BackendKind::bpf;
+  if (wanted == "tracefs") kind = trace::BackendKind::tracefs;
+  trace::BackendChoice choice;
   try {
-    if (tracefs::tracing_dir().private_mount)
-      log << "doorbell trace: tracefs was not mounted; mounted it privately (outside the "
-             "system's mount namespace: the system's mounts are unchanged)\n";
-  } catch (const tracefs::TracefsError& e) {
+    choice = trace::choose_backend(kind, options);
+  } catch (const trace::BackendUnavailable& e) {
     throw UsageError(std::string("trace: ") + e.what());
   }
-}
-
-std::unique_ptr<trace::SignalTracing> start_tracing(std::ostream& log) {
-  std::unique_ptr<trace::SignalTracing> tracing;
-  try {
-    tracing = std::make_unique<trace::SignalTracing>();
-  } catch (const tracefs::TracefsError& e) {
-    throw UsageError(std::string("trace: ") + e.what());
-  }
-  for (const std::string& name : tracing->removed_stale())
-    log << "doorbell trace: removed the tracing instance " << name
-        << " left by an earlier doorbell that did not exit cleanly\n";
-  return tracing;
+  log << "doorbell trace: " << choice.why << "\n";
+  for (const std::string& note : choice.backend->notes()) log << "doorbell trace: " << note << "\n";
+  return std::move(choice.backend);
 }
 
 // ------------------------------------------------------------ live trace
@@ -114,15 +112,37 @@ struct TraceArgs {
   bool overhead = false;
   int overhead_signals = 200000;
   int overhead_rounds = 5;
+  std::string backend;      // "bpf", "tracefs"; empty: bpf where it loads
+  double slow_us = 1000.0;  // bpf: deliveries at least this slow, one by one
 };
 
 nlohmann::json rows_json(const trace::Tracker& tracker, double seconds, bool totals,
-                         double threshold) {
+                         double threshold, bool sees_causes) {
   nlohmann::json procs = nlohmann::json::array();
-  for (const auto& r : trace::rows_of(tracker, seconds, totals))
-    procs.push_back(trace::row_json(r, totals ? r.stream->total : r.stream->interval, seconds,
-                                    threshold, trace::pending_of(r.key.tgid, r.key.sig)));
+  for (const auto& r : trace::rows_of(tracker, seconds, totals)) {
+    const trace::Counts& c = totals ? r.stream->total : r.stream->interval;
+    nlohmann::json row =
+        trace::row_json(r, c, seconds, threshold, trace::pending_of(r.key.tgid, r.key.sig));
+    trace::add_backend_fields(row, c, sees_causes);
+    procs.push_back(std::move(row));
+  }
   return procs;
+}
+
+// The slow deliveries of one refresh: every one in JSON, the first few as
+// text.
+constexpr std::size_t kSlowLinesPerRefresh = 10;
+
+void print_slow(std::ostream& out, const std::vector<trace::SlowDelivery>& slow, bool json,
+                uint64_t start_ns) {
+  if (json) {
+    for (const auto& d : slow) out << trace::slow_json(d, start_ns).dump() << "\n";
+    return;
+  }
+  for (std::size_t i = 0; i < slow.size() && i < kSlowLinesPerRefresh; ++i)
+    out << trace::slow_text(slow[i]) << "\n";
+  if (slow.size() > kSlowLinesPerRefresh)
+    out << fmt::format("  ... and {} more slow deliveries\n", slow.size() - kSlowLinesPerRefresh);
 }
 
 std::string lost_text(long long lost) {
@@ -132,9 +152,11 @@ std::string lost_text(long long lost) {
 int run_trace(const TraceArgs& args) {
   if (args.pid != 0 && (args.pid < 0 || !process_alive(args.pid)))
     throw UsageError(fmt::format("trace: no process with pid {}", args.pid));
-  ensure_tracefs(std::cerr);
   StopSignals stop_signals;
-  std::unique_ptr<trace::SignalTracing> tracing = start_tracing(std::cerr);
+  const trace::BackendOptions options{args.pid, static_cast<uint64_t>(args.slow_us * 1000.0)};
+  std::unique_ptr<trace::Backend> backend = open_backend(args.backend, options, std::cerr);
+  const bool causes = backend->sees_causes();
+  const std::string backend_name = trace::backend_name(backend->kind());
   trace::Tracker tracker(args.pid);
   const trace::TableOptions table{args.top, args.threshold};
   const bool terminal = !args.json && ::isatty(STDOUT_FILENO);
@@ -144,50 +166,64 @@ int run_trace(const TraceArgs& args) {
       args.duration_s > 0 ? start + static_cast<uint64_t>(args.duration_s * 1e9) : 0;
   std::string scope = args.pid ? fmt::format("process {}", args.pid) : std::string("whole system");
   if (args.json) {
-    std::cout << nlohmann::json{{"type", "start"},
-                                {"scope",
-                                 args.pid ? nlohmann::json(args.pid) : nlohmann::json("all")},
-                                {"instance", tracing->name()},
-                                {"threshold_per_s", args.threshold}}
-                     .dump()
-              << std::endl;
+    nlohmann::json start_line{
+        {"type", "start"},
+        {"scope", args.pid ? nlohmann::json(args.pid) : nlohmann::json("all")},
+        {"backend", backend_name},
+        {"source", backend->source()},
+        {"threshold_per_s", args.threshold}};
+    if (!backend->instance().empty()) start_line["instance"] = backend->instance();
+    if (causes) start_line["slow_us"] = args.slow_us;
+    std::cout << start_line.dump() << std::endl;
   } else {
-    std::cerr << "doorbell trace: tracing signals (" << scope << ") in tracefs instance "
-              << tracing->name() << "; Ctrl-C to stop\n";
+    std::cerr << "doorbell trace: tracing signals (" << scope << ") with " << backend->source()
+              << "; Ctrl-C to stop\n";
   }
   uint64_t interval_start = start;
   bool target_gone = false;
   std::string end_reason = "interrupted";
+  std::vector<trace::SlowDelivery> slow;
+  uint64_t slow_total = 0;
   while (true) {
-    tracing->drain(tracker);
+    // Often: what would overflow (tracefs's buffers, the slow deliveries);
+    // the maps of bpf once per interval, below.
+    backend->poll(tracker, &slow);
     uint64_t now = lab::monotonic_ns();
     bool finish = stop_requested() || (end != 0 && now >= end);
     if (args.pid && !process_alive(args.pid)) {
       // Events the target produced before exiting are in the buffer: one
       // more read takes them.
-      tracing->drain(tracker);
+      backend->collect(tracker, &slow);
       target_gone = true;
       finish = true;
     }
     if (finish || now - interval_start >= interval_ns) {
+      backend->collect(tracker, &slow);
       double seconds = std::max(1e-3, (now - interval_start) / 1e9);
       double elapsed = (now - start) / 1e9;
+      const long long lost = backend->lost_events();
+      slow_total += slow.size();
       if (args.json) {
+        print_slow(std::cout, slow, true, start);
         std::cout << nlohmann::json{{"type", "interval"},
                                     {"t_s", elapsed},
                                     {"interval_s", seconds},
-                                    {"lost_events", tracing->overruns()},
-                                    {"signals", rows_json(tracker, seconds, false, args.threshold)}}
+                                    {"lost_events", lost},
+                                    {"signals",
+                                     rows_json(tracker, seconds, false, args.threshold, causes)}}
                          .dump()
                   << std::endl;
       } else {
         std::ostringstream screen;
         if (terminal) screen << "\033[H\033[2J";
         trace::print_table(screen, tracker, table, seconds, false,
-                           fmt::format("doorbell trace: {}, last {:.1f} s, {:.0f} s traced{}",
-                                       scope, seconds, elapsed, lost_text(tracing->overruns())));
+                           fmt::format("doorbell trace: {}, last {:.1f} s, {:.0f} s traced ({}){}",
+                                       scope, seconds, elapsed, backend_name, lost_text(lost)));
+        trace::print_causes(screen, tracker, args.top, seconds, false, causes);
+        print_slow(screen, slow, false, start);
         std::cout << screen.str() << (terminal ? "" : "\n") << std::flush;
       }
+      slow.clear();
       tracker.end_interval();
       interval_start = now;
     }
@@ -202,59 +238,105 @@ int run_trace(const TraceArgs& args) {
     lab::sleep_ns(std::min<uint64_t>(100'000'000ull, interval_ns));
   }
   double total_s = std::max(1e-3, (lab::monotonic_ns() - start) / 1e9);
-  long long lost = tracing->overruns();
+  long long lost = backend->lost_events();
   if (args.json) {
-    std::cout << nlohmann::json{{"type", "summary"},
-                                {"duration_s", total_s},
-                                {"end", end_reason},
-                                {"lost_events", lost},
-                                {"signals", rows_json(tracker, total_s, true, args.threshold)}}
-                     .dump()
-              << std::endl;
+    nlohmann::json summary{{"type", "summary"},
+                           {"backend", backend_name},
+                           {"duration_s", total_s},
+                           {"end", end_reason},
+                           {"lost_events", lost},
+                           {"signals", rows_json(tracker, total_s, true, args.threshold, causes)}};
+    if (causes) {
+      summary["slow_deliveries"] = slow_total;
+      summary["unlogged_state_changes"] = backend->unlogged_state_changes();
+    }
+    std::cout << summary.dump() << std::endl;
   } else {
     std::cout << "\n";
     trace::print_table(std::cout, tracker, table, total_s, true,
-                       fmt::format("doorbell trace: {}, totals over {:.1f} s ({}){}", scope,
-                                   total_s, end_reason, lost_text(lost)));
+                       fmt::format("doorbell trace: {}, totals over {:.1f} s ({}, {}){}", scope,
+                                   total_s, end_reason, backend_name, lost_text(lost)));
+    trace::print_causes(std::cout, tracker, args.top, total_s, true, causes);
+    trace::print_histograms(std::cout, tracker, std::min(args.top, 5), total_s, true);
+    if (causes)
+      std::cout << fmt::format("{} deliveries took {} us or more (shown as they came)\n",
+                               slow_total, args.slow_us);
   }
   return 0;
 }
 
 // ------------------------------------------------------------ overhead
 
-int measure_overhead(int count, int rounds, bool json) {
-  ensure_tracefs(std::cerr);
-  StopSignals stop_signals;
-  trace::OverheadResult r;
-  try {
-    r = trace::measure_overhead(count, rounds, stop_requested);
-  } catch (const tracefs::TracefsError& e) {
-    throw UsageError(std::string("trace: ") + e.what());
+nlohmann::json mode_json(const trace::OverheadMode& m, double untraced_min, int count) {
+  if (!m.ran()) return {{"ran", false}, {"unavailable", m.unavailable}};
+  nlohmann::json j{{"ran", true},
+                   {"ns_per_signal", m.ns_per_signal},
+                   {"min_ns_per_signal", m.min()},
+                   {"median_ns_per_signal", m.median()},
+                   {"max_ns_per_signal", m.max()},
+                   {"signals_per_s", 1e9 / m.min()}};
+  if (m.name != "untraced") {
+    j["added_ns_per_signal"] = m.min() - untraced_min;
+    j["slowdown_percent"] = 100.0 * (m.min() - untraced_min) / untraced_min;
+    j["generated_seen"] = m.generated_seen;
+    j["delivered_seen"] = m.delivered_seen;
+    j["signals_sent"] = static_cast<uint64_t>(count) * m.ns_per_signal.size();
+    j["lost_events"] = m.lost_events;
   }
-  const double best_plain = r.untraced_ns_per_signal, best_traced = r.traced_ns_per_signal;
-  const double added = best_traced - best_plain;
+  return j;
+}
+
+std::string mode_text(const trace::OverheadMode& m, double untraced_min, int count) {
+  if (!m.ran()) return fmt::format("  {:<9} did not run: {}\n", m.name + ":", m.unavailable);
+  std::string text = fmt::format(
+      "  {:<9} {:>8.0f} signals/s; ns per signal min {:.0f}, median {:.0f}, max {:.0f}\n",
+      m.name + ":", 1e9 / m.min(), m.min(), m.median(), m.max());
+  if (m.name == "untraced") return text;
+  const uint64_t sent = static_cast<uint64_t>(count) * m.ns_per_signal.size();
+  text += fmt::format(
+      "            adds {:.0f} ns per signal ({:.1f}%, min against min); saw {} of {} sent "
+      "generated and {} delivered, {} lost{}\n",
+      m.min() - untraced_min, 100.0 * (m.min() - untraced_min) / untraced_min, m.generated_seen,
+      sent, m.delivered_seen, m.lost_events,
+      m.generated_seen == sent && m.delivered_seen == sent ? " (exact)" : " (NOT exact)");
+  return text;
+}
+
+int measure_overhead(int count, int rounds, bool json) {
+  StopSignals stop_signals;
+  const trace::OverheadResult r = trace::measure_overhead(count, rounds, stop_requested);
+  if (!r.untraced.ran()) throw std::runtime_error("trace: the storm did not run");
+  if (!r.tracefs.ran() && !r.bpf.ran())
+    throw UsageError(fmt::format("trace: no tracing backend can run here: BPF: {}; tracefs: {}",
+                                 r.bpf.unavailable, r.tracefs.unavailable));
+  const double plain = r.untraced.min();
   if (json) {
-    std::cout << nlohmann::json{{"type", "overhead"},
-                                {"signals_per_run", count},
-                                {"rounds", rounds},
-                                {"untraced_ns_per_signal", best_plain},
-                                {"traced_ns_per_signal", best_traced},
-                                {"untraced_signals_per_s", 1e9 / best_plain},
-                                {"traced_signals_per_s", 1e9 / best_traced},
-                                {"added_ns_per_signal", added},
-                                {"slowdown_percent", 100.0 * added / best_plain},
-                                {"events_read", r.events_read},
-                                {"lost_events", r.lost_events}}
-                     .dump()
-              << std::endl;
+    nlohmann::json j{{"type", "overhead"},
+                     {"signals_per_run", count},
+                     {"rounds", r.rounds},
+                     {"untraced_ns_per_signal", plain},
+                     {"untraced_signals_per_s", 1e9 / plain},
+                     {"modes",
+                      {{"untraced", mode_json(r.untraced, plain, count)},
+                       {"tracefs", mode_json(r.tracefs, plain, count)},
+                       {"bpf", mode_json(r.bpf, plain, count)}}}};
+    // The keys of the tracefs-only output, kept for readers of it.
+    if (r.tracefs.ran()) {
+      j["traced_ns_per_signal"] = r.tracefs.min();
+      j["traced_signals_per_s"] = 1e9 / r.tracefs.min();
+      j["added_ns_per_signal"] = r.tracefs.min() - plain;
+      j["slowdown_percent"] = 100.0 * (r.tracefs.min() - plain) / plain;
+      j["events_read"] = r.tracefs.generated_seen + r.tracefs.delivered_seen;
+      j["lost_events"] = r.tracefs.lost_events;
+    }
+    std::cout << j.dump() << std::endl;
   } else {
     std::cout << fmt::format(
-        "self-signal storm (kill + empty handler), {} signals per run, best of {} runs each:\n"
-        "  untraced: {:>10.0f} signals/s ({:.0f} ns per signal)\n"
-        "  traced:   {:>10.0f} signals/s ({:.0f} ns per signal), {} events read, {} lost\n"
-        "  tracing adds {:.0f} ns per signal ({:.1f}%), two tracepoints per signal\n",
-        count, rounds, 1e9 / best_plain, best_plain, 1e9 / best_traced, best_traced, r.events_read,
-        r.lost_events, added, 100.0 * added / best_plain);
+        "self-signal storm (kill + empty handler), {} signals per run, {} rounds of untraced, "
+        "tracefs and bpf interleaved (whole system traced; tracefs read every 10 ms):\n",
+        count, r.rounds);
+    std::cout << mode_text(r.untraced, plain, count) << mode_text(r.tracefs, plain, count)
+              << mode_text(r.bpf, plain, count);
   }
   return 0;
 }
@@ -286,14 +368,24 @@ const CommandRegistrar kTrace{
                       "signals per storm run for --measure-overhead")
           ->capture_default_str();
       cmd->add_option("--storm-rounds", args->overhead_rounds,
-                      "runs with and without tracing for --measure-overhead (best of each)")
+                      "rounds of --measure-overhead (each runs untraced, tracefs and bpf)")
           ->capture_default_str();
-      cmd->callback([args] {
+      auto* backend = cmd->add_option("--backend", args->backend,
+                                      "bpf or tracefs (default: bpf where it loads, else tracefs)");
+      cmd->add_option("--slow-us", args->slow_us,
+                      "bpf: report each delivery that waited at least this many microseconds")
+          ->capture_default_str();
+      cmd->callback([args, backend] {
         if (!(args->threshold > 0)) throw UsageError("trace: --threshold must be above 0");
         if (args->duration_s < 0) throw UsageError("trace: --duration must not be negative");
         if (!(args->interval_s >= 0.05))
           throw UsageError("trace: --interval must be at least 0.05 s");
         if (args->top < 1) throw UsageError("trace: --top must be at least 1");
+        if (backend->count() > 0 && args->backend != "bpf" && args->backend != "tracefs")
+          throw UsageError("trace: --backend must be bpf or tracefs, not '" + args->backend + "'");
+        // Up to an hour: the programs compare in nanoseconds.
+        if (!(args->slow_us >= 0 && args->slow_us <= 3.6e9))
+          throw UsageError("trace: --slow-us must be a number of microseconds from 0 to 3.6e9");
         if (args->overhead) {
           if (args->overhead_signals < 1000 || args->overhead_rounds < 1)
             throw UsageError(

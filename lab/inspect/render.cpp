@@ -35,6 +35,86 @@ std::string receiver_text(const SignalVerdict& v) {
 
 }  // namespace
 
+namespace {
+
+constexpr const char* kCauseNames[4] = {"on CPU", "runnable", "asleep", "blocked"};
+constexpr const char* kCauseKeys[4] = {"on_cpu", "runnable", "asleep", "blocked"};
+
+int largest_cause(const MeasuredSignal& m) {
+  int best = 0;
+  for (int i = 1; i < 4; ++i)
+    if (m.cause_ns[i] > m.cause_ns[best]) best = i;
+  return best;
+}
+
+const SignalVerdict* verdict_of(const InspectReport& r, int signal) {
+  for (const auto& v : r.signals)
+    if (v.signal == signal) return &v;
+  return nullptr;
+}
+
+std::string measured_text(const InspectReport& r, const MeasuredWatch& m,
+                          std::uint64_t duration_ns) {
+  if (!m.ran)
+    return "\nMeasured: not with BPF (" + m.how + "): the sampled figures above are lower bounds\n";
+  std::string out = fmt::format(
+      "\nMeasured with BPF for {} (generate to take, the kernel's own times; causes as in "
+      "docs/trace.md){}:\n",
+      format_duration(static_cast<double>(duration_ns)),
+      m.lost_events ? fmt::format(", {} events lost", m.lost_events) : "");
+  if (m.signals.empty()) out += "  no signal was sent to it during the watch\n";
+  for (const auto& s : m.signals) {
+    const SignalVerdict* v = verdict_of(r, s.signal);
+    std::string causes;
+    std::uint64_t total = 0;
+    for (auto ns : s.cause_ns) total += ns;
+    for (int i = 0; i < 4; ++i)
+      if (s.cause_ns[i] != 0)
+        causes +=
+            fmt::format("{}{} {:.0f}%", causes.empty() ? "" : ", ", kCauseNames[i],
+                        100.0 * static_cast<double>(s.cause_ns[i]) / static_cast<double>(total));
+    out += fmt::format("  {:<11} {}: {}\n", doorbell::signal_name(s.signal),
+                       v ? verdict_name(v->verdict) : "not listed",
+                       measured_check(v ? v->verdict : Verdict::default_action, s, m.slow_ns));
+    out += fmt::format(
+        "              generated {} (merged {}), taken {} (handler {}, sigwait {}, signalfd "
+        "{}){}\n",
+        s.generated, s.merged, s.taken, s.by_handler, s.by_sigwait, s.by_signalfd,
+        s.unpaired ? fmt::format(", {} sent before the watch", s.unpaired) : "");
+    if (s.taken > s.unpaired)
+      out += fmt::format("              waited p50 {}, p99 {}, max {}; {}\n",
+                         format_duration(s.p50_ns), format_duration(s.p99_ns),
+                         format_duration(s.max_ns), causes.empty() ? "-" : causes);
+    for (const auto& line : s.slowest) out += "              slow: " + line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string measured_check(Verdict verdict, const MeasuredSignal& m, std::uint64_t slow_ns) {
+  const std::uint64_t paired = m.taken - std::min(m.taken, m.unpaired);
+  const std::string threshold = format_duration(static_cast<double>(slow_ns));
+  if (m.generated == 0 && m.taken == 0) return "no signal arrived during the watch";
+  if (paired == 0) return fmt::format("{} taken, none generated during the watch", m.taken);
+  const int cause = largest_cause(m);
+  if (verdict == Verdict::at_risk) {
+    if (m.slow != 0 && cause == 1)
+      return fmt::format(
+          "confirmed: {} of {} waited {} or more, mostly runnable (waiting for a CPU)", m.slow,
+          paired, threshold);
+    if (m.slow != 0)
+      return fmt::format("{} of {} waited {} or more, mostly {}", m.slow, paired, threshold,
+                         kCauseNames[cause]);
+    return fmt::format("not seen in this watch: {} taken, the longest wait {} (under {})", paired,
+                       format_duration(m.max_ns), threshold);
+  }
+  if (m.slow != 0)
+    return fmt::format("{} of {} waited {} or more, mostly {}", m.slow, paired, threshold,
+                       kCauseNames[cause]);
+  return fmt::format("{} taken, all within {}", paired, format_duration(m.max_ns));
+}
+
 std::string render_text(const InspectReport& r, const WatchResult* watch) {
   std::string out;
   std::size_t busy = 0;
@@ -98,6 +178,7 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
                          format_duration(static_cast<double>(e.longest_ns)),
                          e.pending_now ? " (still pending)" : "");
   }
+  if (watch != nullptr) out += measured_text(r, watch->measured, watch->duration_ns);
   out += "\nAdvice:\n";
   for (const auto& line : r.advice) out += "  - " + line + "\n";
   return out;
@@ -158,6 +239,35 @@ nlohmann::ordered_json render_json(const InspectReport& r, const WatchResult* wa
                          {"episodes", e.episodes},
                          {"longest_ns_at_least", e.longest_ns},
                          {"pending_now", e.pending_now}});
+    auto& m = w["measured"];
+    m["ran"] = watch->measured.ran;
+    m["how"] = watch->measured.how;
+    if (watch->measured.ran) {
+      m["slow_ns"] = watch->measured.slow_ns;
+      m["lost_events"] = watch->measured.lost_events;
+      auto& list = m["signals"] = nlohmann::ordered_json::array();
+      for (const auto& s : watch->measured.signals) {
+        const SignalVerdict* v = verdict_of(r, s.signal);
+        nlohmann::ordered_json causes;
+        for (int i = 0; i < 4; ++i) causes[kCauseKeys[i]] = s.cause_ns[i];
+        list.push_back(
+            {{"signal", s.signal},
+             {"name", doorbell::signal_name(s.signal)},
+             {"verdict", v ? nlohmann::ordered_json(verdict_key(v->verdict)) : nullptr},
+             {"check",
+              measured_check(v ? v->verdict : Verdict::default_action, s, watch->measured.slow_ns)},
+             {"generated", s.generated},
+             {"merged", s.merged},
+             {"taken", s.taken},
+             {"taken_by",
+              {{"handler", s.by_handler}, {"sigwait", s.by_sigwait}, {"signalfd", s.by_signalfd}}},
+             {"unpaired", s.unpaired},
+             {"delay_ns", {{"p50", s.p50_ns}, {"p99", s.p99_ns}, {"max", s.max_ns}}},
+             {"causes_ns", causes},
+             {"slow", s.slow},
+             {"slowest", s.slowest}});
+      }
+    }
   }
   j["advice"] = r.advice;
   return j;

@@ -1,27 +1,44 @@
 // What `doorbell trace` costs the traced: a child sends itself `count`
 // SIGUSR1 (kill + empty handler, each delivered before kill returns), timed
-// without and with a SignalTracing of the whole system read live every
-// 50 ms; best of `rounds` alternating runs each (`doorbell trace
-// --measure-overhead`).
+// untraced, traced by the tracefs backend and traced by the BPF backend,
+// both tracing the whole system (tracefs read live every 10 ms, bpf's maps at
+// the end); the three are
+// interleaved round by round (the order rotates, so a drift in the machine's
+// load does not favour one), `rounds` rounds (`doorbell trace
+// --measure-overhead`). Each traced run also checks its backend's counts of
+// the child's signals against what the child sent.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace doorbell::lab::trace {
 
-struct OverheadResult {
-  int signals_per_run = 0;
-  int rounds = 0;
-  double untraced_ns_per_signal = 0;
-  double traced_ns_per_signal = 0;
-  uint64_t events_read = 0;
+struct OverheadMode {
+  std::string name;                   // "untraced", "tracefs", "bpf"
+  std::string unavailable;            // why it did not run; empty when it ran
+  std::vector<double> ns_per_signal;  // one per round, in round order
+  uint64_t generated_seen = 0;        // the storm child's signals the backend saw, all rounds
+  uint64_t delivered_seen = 0;
   long long lost_events = 0;
+
+  bool ran() const noexcept { return !ns_per_signal.empty(); }
+  double min() const;
+  double median() const;
+  double max() const;
 };
 
-// Throws sys::tracefs::TracefsError when tracing is not possible, and
-// std::runtime_error when a storm child fails. `stop` is asked between
-// rounds; a stop ends the measurement early with the rounds done so far.
+struct OverheadResult {
+  int signals_per_run = 0;
+  int rounds = 0;  // completed (a stop request ends early)
+  OverheadMode untraced{"untraced"}, tracefs{"tracefs"}, bpf{"bpf"};
+};
+
+// Throws std::runtime_error when a storm child fails. A backend that cannot
+// run is skipped with its reason (OverheadMode::unavailable). `stop` is
+// asked between runs; a stop ends the measurement with the rounds done.
 OverheadResult measure_overhead(int count, int rounds, const std::function<bool()>& stop);
 
 }  // namespace doorbell::lab::trace

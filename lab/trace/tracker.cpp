@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <system_error>
@@ -34,6 +35,68 @@ std::string read_first_line(const std::string& path) {
 constexpr std::size_t kMaxQueued = 65536;
 
 }  // namespace
+
+int delay_bucket(uint64_t ns) noexcept {
+  if (ns < 4) return static_cast<int>(ns);
+  const int top = 63 - __builtin_clzll(ns);  // the highest set bit, >= 2
+  if (top > 40) return kDelayBuckets - 1;
+  return 4 * (top - 1) + static_cast<int>((ns >> (top - 2)) & 3);
+}
+
+double delay_bucket_lower(int bucket) noexcept {
+  if (bucket < 4) return bucket;
+  const int top = bucket / 4 + 1, sub = bucket % 4;
+  return std::ldexp(1.0, top) + sub * std::ldexp(1.0, top - 2);
+}
+
+double delay_bucket_upper(int bucket) noexcept {
+  if (bucket < 4) return bucket + 1;
+  if (bucket == kDelayBuckets - 1) return std::ldexp(1.0, 63);
+  const int top = bucket / 4 + 1;
+  return delay_bucket_lower(bucket) + std::ldexp(1.0, top - 2);
+}
+
+const char* cause_name(Cause cause) {
+  switch (cause) {
+    case Cause::on_cpu:
+      return "on CPU";
+    case Cause::runnable:
+      return "runnable";
+    case Cause::asleep:
+      return "asleep";
+    case Cause::blocked:
+      return "blocked";
+  }
+  return "?";
+}
+
+const char* cause_key(Cause cause) {
+  switch (cause) {
+    case Cause::on_cpu:
+      return "on_cpu";
+    case Cause::runnable:
+      return "runnable";
+    case Cause::asleep:
+      return "asleep";
+    case Cause::blocked:
+      return "blocked";
+  }
+  return "?";
+}
+
+const char* cause_meaning(Cause cause) {
+  switch (cause) {
+    case Cause::on_cpu:
+      return "on a CPU, noticed at its next return to user space";
+    case Cause::runnable:
+      return "runnable, waiting for a CPU";
+    case Cause::asleep:
+      return "asleep, not woken by the signal";
+    case Cause::blocked:
+      return "blocked in every thread until one unblocked it or waited for it";
+  }
+  return "?";
+}
 
 void Tracker::on_generate(const GenerateEvent& e) {
   const pid_t tgid = tgid_of(e.target_tid);
@@ -82,15 +145,88 @@ void Tracker::on_deliver(const DeliverEvent& e) {
   }
   for (Counts* c : {&s.interval, &s.total}) {
     ++c->delivered;
-    if (paired)
+    if (paired) {
       c->delay.record(static_cast<double>(delay));
-    else
+      ++c->delay_buckets[delay_bucket(delay)];
+    } else {
       ++c->unpaired;
+    }
   }
 }
 
+namespace {
+
+// now - before, counter by counter; the histogram from the bucket
+// differences. Causes' "longest" fields are the latest values.
+Counts difference(const Counts& now, const Counts& before) {
+  Counts d;
+  d.generated = now.generated - before.generated;
+  d.queued = now.queued - before.queued;
+  d.coalesced = now.coalesced - before.coalesced;
+  d.ignored = now.ignored - before.ignored;
+  d.failed = now.failed - before.failed;
+  d.delivered = now.delivered - before.delivered;
+  d.unpaired = now.unpaired - before.unpaired;
+  d.taken_sigwait = now.taken_sigwait - before.taken_sigwait;
+  d.taken_signalfd = now.taken_signalfd - before.taken_signalfd;
+  d.discarded = now.discarded - before.discarded;
+  d.senders_other = now.senders_other - before.senders_other;
+  for (int i = 0; i < kDelayBuckets; ++i)
+    d.delay_buckets[i] = now.delay_buckets[i] - before.delay_buckets[i];
+  // The largest delay only grows: when it grew, it happened in this interval.
+  if (now.delay_max_ns > before.delay_max_ns) d.delay_max_ns = now.delay_max_ns;
+  for (int i = 0; i < kCauses; ++i) {
+    d.causes.ns[i] = now.causes.ns[i] - before.causes.ns[i];
+    d.causes.count[i] = now.causes.count[i] - before.causes.count[i];
+  }
+  d.causes.switch_in_unseen = now.causes.switch_in_unseen - before.causes.switch_in_unseen;
+  if (now.causes.longest_runnable_ns != before.causes.longest_runnable_ns) {
+    d.causes.longest_runnable_ns = now.causes.longest_runnable_ns;
+    d.causes.ran_instead_tid = now.causes.ran_instead_tid;
+    d.causes.ran_instead_comm = now.causes.ran_instead_comm;
+  }
+  for (const auto& [pid, tally] : now.senders) {
+    auto it = before.senders.find(pid);
+    const uint64_t earlier = it == before.senders.end() ? 0 : it->second.count;
+    if (tally.count > earlier) d.senders[pid] = {tally.comm, tally.count - earlier};
+  }
+  return d;
+}
+
+void histogram_from_buckets(Counts& c) {
+  c.delay.reset();
+  int top = -1;
+  for (int i = 0; i < kDelayBuckets; ++i)
+    if (c.delay_buckets[i] != 0) top = i;
+  for (int i = 0; i <= top; ++i) {
+    uint64_t n = c.delay_buckets[i];
+    if (n == 0) continue;
+    if (i == top && c.delay_max_ns != 0 && delay_bucket(c.delay_max_ns) == top) {
+      c.delay.record(static_cast<double>(c.delay_max_ns));  // the largest, exactly
+      --n;
+    }
+    if (n != 0)
+      c.delay.record_n((delay_bucket_lower(i) + std::min(delay_bucket_upper(i), 1e18)) / 2, n);
+  }
+}
+
+}  // namespace
+
+void Tracker::set_totals(const Key& key, const std::string& comm, Counts totals) {
+  if (only_ > 0 && key.tgid != only_) return;
+  Stream& s = streams_[key];
+  if (!comm.empty()) s.comm = comm;
+  s.total = std::move(totals);
+  histogram_from_buckets(s.total);
+  s.interval = difference(s.total, s.total_at_interval_start);
+  histogram_from_buckets(s.interval);
+}
+
 void Tracker::end_interval() {
-  for (auto& [key, s] : streams_) s.interval.reset();
+  for (auto& [key, s] : streams_) {
+    s.interval.reset();
+    s.total_at_interval_start = s.total;
+  }
   tgid_cache_.clear();
   comm_cache_.clear();
 }

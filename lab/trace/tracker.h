@@ -25,6 +25,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -62,17 +63,53 @@ struct SenderTally {
   uint64_t count = 0;
 };
 
+// The delay histogram both backends fill, the same buckets as the BPF
+// programs' (lab/trace/bpf/signals_abi.h): 4 per power of two of ns, so a
+// value is known to within a quarter octave (12-25%).
+inline constexpr int kDelayBuckets = 160;
+int delay_bucket(uint64_t ns) noexcept;
+// The values bucket i holds: [lower, upper).
+double delay_bucket_lower(int bucket) noexcept;
+double delay_bucket_upper(int bucket) noexcept;
+
+// Why signals waited (the BPF backend only; lab/trace/bpf/signals.bpf.c):
+// the delay of each paired take split by the state of the thread that took
+// it, between the generate and the take.
+enum class Cause { on_cpu = 0, runnable = 1, asleep = 2, blocked = 3 };
+inline constexpr int kCauses = 4;
+const char* cause_name(Cause cause);  // "on CPU", "runnable", "asleep", "blocked"
+const char* cause_key(Cause cause);   // "on_cpu", "runnable", "asleep", "blocked"
+const char* cause_meaning(Cause cause);
+
+struct Causes {
+  std::array<uint64_t, kCauses> ns{};     // delay by cause, summed over the takes
+  std::array<uint64_t, kCauses> count{};  // takes whose largest part was each cause
+  uint64_t longest_runnable_ns = 0;       // the longest single wait for a CPU
+  pid_t ran_instead_tid = 0;              // the task switched out when that wait ended
+  std::string ran_instead_comm;
+  uint64_t switch_in_unseen = 0;  // woken, then taken with no switch-in seen (counted on CPU)
+};
+
 struct Counts {
   uint64_t generated = 0;  // signal_generate events of any result
   uint64_t queued = 0;     // result 0 (and 4: queued without siginfo)
   uint64_t coalesced = 0;  // result 2: already pending, merged
   uint64_t ignored = 0;    // result 1
   uint64_t failed = 0;     // result 3: RLIMIT_SIGPENDING overflow
-  uint64_t delivered = 0;
-  uint64_t unpaired = 0;  // delivered with no queued generate seen
-  Histogram delay;        // generate -> deliver, ns
+  uint64_t delivered = 0;  // signal_deliver: a handler or the default action took it
+  uint64_t unpaired = 0;   // taken with no queued generate seen
+  // The BPF backend also sees these (tracefs: always 0, not seen):
+  uint64_t taken_sigwait = 0;   // rt_sigtimedwait returned it
+  uint64_t taken_signalfd = 0;  // a read of a signalfd returned it
+  uint64_t discarded = 0;       // queued, never taken: its thread or process exited first
+  uint64_t senders_other = 0;   // sends by senders the kernel side had no slot for
+  Histogram delay;              // generate -> take, ns
+  std::array<uint64_t, kDelayBuckets> delay_buckets{};  // the same delays, bucketed
+  uint64_t delay_max_ns = 0;  // set_totals(): the exact largest delay (0: not known)
+  Causes causes;
   std::map<pid_t, SenderTally> senders;
 
+  uint64_t taken() const noexcept { return delivered + taken_sigwait + taken_signalfd; }
   void reset() { *this = Counts{}; }
 };
 
@@ -87,6 +124,7 @@ struct Stream {
   Counts interval;  // since the last end_interval()
   Counts total;
   std::deque<uint64_t> queued_at;  // timestamps of queued, not yet delivered generates
+  Counts total_at_interval_start;  // set_totals(): what the interval is measured from
 };
 
 class Tracker {
@@ -96,6 +134,13 @@ class Tracker {
 
   void on_generate(const GenerateEvent& e);
   void on_deliver(const DeliverEvent& e);
+  // A backend that counts in the kernel hands over its running totals for
+  // one stream instead of events: the interval is what they gained since the
+  // last end_interval(). `totals.delay` may be left empty: it is rebuilt
+  // from `totals.delay_buckets` (bucket midpoints; the largest at
+  // `totals.delay_max_ns` when given, so the totals' max is exact, the
+  // interval's to within its bucket).
+  void set_totals(const Key& key, const std::string& comm, Counts totals);
 
   std::map<Key, Stream>& streams() { return streams_; }
   const std::map<Key, Stream>& streams() const { return streams_; }

@@ -17,7 +17,7 @@ step "built $(basename "$deb")"
   { step "the file name is not doorbell_<version>_<arch>.deb"; exit 1; }
 depends=$(dpkg-deb -f "$deb" Depends)
 step "Depends: $depends"
-for lib in libc6 libstdc++6 libtracefs1; do
+for lib in libc6 libstdc++6 libtracefs1 libbpf1; do
   grep -q "$lib" <<<"$depends" || { step "Depends lacks $lib"; exit 1; }
 done
 dpkg-deb -c "$deb" >"$work/contents"
@@ -40,3 +40,11 @@ dpkg-deb -x "$deb" "$work/root"
   --json "$work/r.json" >"$work/bench.log" 2>&1 || { cat "$work/bench.log"; exit 1; }
 grep -q '"schema": *"doorbell-results"' "$work/r.json" || { step "no results file"; exit 1; }
 step "the unpacked CLI ran a quick bench"
+# The BPF programs travel inside the binary (a libbpf skeleton): nothing
+# beside it is needed. Loading them needs root.
+if [ "$(id -u)" -eq 0 ]; then
+  "$work/root/usr/bin/doorbell" trace --backend bpf --duration 0.2 --interval 0.1 --json \
+    >"$work/trace.jsonl" 2>"$work/trace.log" || { cat "$work/trace.log"; exit 1; }
+  grep -q '"backend":"bpf"' "$work/trace.jsonl" || { step "the unpacked CLI did not trace with bpf"; exit 1; }
+  step "the unpacked CLI traced with its embedded BPF programs"
+fi

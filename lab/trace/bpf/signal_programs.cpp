@@ -1,0 +1,281 @@
+#include "lab/trace/bpf/signal_programs.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "signals.skel.h"
+#include "sys/tracefs.h"
+
+namespace doorbell::lab::trace::bpf {
+namespace {
+
+// libbpf's messages while loading, kept for the one-line reason of a
+// failure instead of being printed (a verifier log runs to pages).
+std::mutex g_capture_mutex;
+std::vector<std::string>* g_captured = nullptr;
+
+int capture_message(enum libbpf_print_level level, const char* format, va_list args) {
+  if (level == LIBBPF_DEBUG || g_captured == nullptr) return 0;
+  char line[512];
+  std::vsnprintf(line, sizeof line, format, args);
+  std::string text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (!text.empty() && g_captured->size() < 4096) g_captured->push_back(std::move(text));
+  return 0;
+}
+
+// Installs capture_message for its lifetime (libbpf_set_print is
+// process-wide: one capture at a time).
+class CapturedMessages {
+ public:
+  CapturedMessages() : lock_(g_capture_mutex) {
+    g_captured = &lines_;
+    previous_ = libbpf_set_print(capture_message);
+  }
+  ~CapturedMessages() {
+    libbpf_set_print(previous_);
+    g_captured = nullptr;
+  }
+  CapturedMessages(const CapturedMessages&) = delete;
+  CapturedMessages& operator=(const CapturedMessages&) = delete;
+
+  // The line that says what failed: the first naming a failure, else the last.
+  std::string reason() const {
+    for (const std::string& line : lines_)
+      if (line.find("failed") != std::string::npos || line.find("Failed") != std::string::npos)
+        return line;
+    return lines_.empty() ? std::string() : lines_.back();
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  std::vector<std::string> lines_;
+  libbpf_print_fn_t previous_ = nullptr;
+};
+
+std::string failure(const char* step, int error, const CapturedMessages& messages) {
+  // EPERM is the kernel refusing the caller; EACCES is the verifier
+  // refusing a program (its log says why).
+  if (error == EPERM)
+    return fmt::format(
+        "{} was refused ({}): loading BPF tracing programs needs root, or CAP_BPF with "
+        "CAP_PERFMON",
+        step, std::strerror(error));
+  std::string text = fmt::format("{} failed: {}", step, std::strerror(error));
+  const std::string why = messages.reason();
+  if (!why.empty()) text += " (" + why + ")";
+  if (error == EINVAL || error == ENOENT || error == ESRCH || error == ENOTSUP)
+    text += "; the programs need Linux 6.1 or later with BTF";
+  return text;
+}
+
+// The tracepoint id of syscalls:<event>, or -1 with the reason in `why`.
+int syscall_event_id(const char* event, std::string& why) {
+  std::string dir;
+  try {
+    dir = sys::tracefs::tracing_dir().path;
+  } catch (const sys::tracefs::TracefsError& e) {
+    why = e.what();
+    return -1;
+  }
+  std::ifstream in(dir + "/events/syscalls/" + event + "/id");
+  int id = -1;
+  if (!(in >> id))
+    why = std::string("tracefs has no syscalls:") + event + " (CONFIG_FTRACE_SYSCALLS)";
+  return id;
+}
+
+// A perf event for a tracepoint, counting nothing: the BPF program attached
+// to it runs on every CPU (it hangs on the tracepoint, not on this CPU).
+int open_tracepoint_event(int id) {
+  perf_event_attr attr{};
+  attr.type = PERF_TYPE_TRACEPOINT;
+  attr.size = sizeof attr;
+  attr.config = static_cast<__u64>(id);
+  attr.sample_period = 1;
+  attr.wakeup_events = 1;
+  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1 /* every task */, 0 /* cpu */,
+                                    -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+}  // namespace
+
+SignalPrograms::SignalPrograms(const Options& options) {
+  if (::access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+    throw BpfUnavailable(fmt::format(
+        "this kernel has no BTF (/sys/kernel/btf/vmlinux: {}); the programs need a kernel built "
+        "with CONFIG_DEBUG_INFO_BTF",
+        std::strerror(errno)));
+  CapturedMessages messages;
+  // The per-system-call tracepoints where tracefs gives their ids, else the
+  // exit of every system call.
+  std::string every_call_why = "asked for";
+  int wait_id =
+      options.every_syscall ? -1 : syscall_event_id("sys_exit_rt_sigtimedwait", every_call_why);
+  int read_id = wait_id < 0 ? -1 : syscall_event_id("sys_exit_read", every_call_why);
+  if (wait_id >= 0) mounted_tracefs_ = sys::tracefs::tracing_dir().private_mount;
+  if (read_id < 0) wait_id = -1;
+  // A refusal of the per-call tracepoints' perf events (not of BPF) falls
+  // back to the every-call route, saying so.
+  if (!load(options, wait_id, read_id, every_call_why, &messages) &&
+      !load(options, -1, -1, every_call_why, &messages))
+    throw BpfUnavailable(every_call_why);
+}
+
+bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std::string& why,
+                          CapturedMessagesRef messages_ref) {
+  const CapturedMessages& messages = *static_cast<const CapturedMessages*>(messages_ref);
+  const bool per_call = wait_id >= 0 && read_id >= 0;
+  auto give_up = [&](const std::string& reason) {
+    ring_buffer__free(ring_);
+    ring_ = nullptr;
+    for (bpf_link* l : perf_links_) bpf_link__destroy(l);
+    perf_links_.clear();
+    doorbell_signals__destroy(skeleton_);
+    skeleton_ = nullptr;
+    throw BpfUnavailable(reason);
+  };
+  skeleton_ = doorbell_signals__open();
+  if (skeleton_ == nullptr)
+    throw BpfUnavailable(failure("opening the embedded BPF programs", errno, messages));
+  skeleton_->rodata->only_tgid = static_cast<__u32>(options.only_tgid);
+  skeleton_->rodata->slow_ns = options.slow_ns;
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus > 0) bpf_map__set_max_entries(skeleton_->maps.cpu_current, static_cast<__u32>(cpus));
+  skeleton_->rodata->nr_read = SYS_read;
+  skeleton_->rodata->nr_rt_sigtimedwait = SYS_rt_sigtimedwait;
+  bpf_program__set_autoload(skeleton_->progs.on_exit_rt_sigtimedwait, per_call);
+  bpf_program__set_autoload(skeleton_->progs.on_exit_read, per_call);
+  bpf_program__set_autoattach(skeleton_->progs.on_exit_rt_sigtimedwait, false);
+  bpf_program__set_autoattach(skeleton_->progs.on_exit_read, false);
+  bpf_program__set_autoload(skeleton_->progs.on_sys_exit, !per_call);
+  syscall_route_ = per_call ? "system calls through syscalls:sys_exit_rt_sigtimedwait and "
+                              "sys_exit_read"
+                            : "system calls through tp_btf/sys_exit (" + why + ")";
+  int error = doorbell_signals__load(skeleton_);
+  if (error != 0) give_up(failure("loading the BPF programs", -error, messages));
+  error = doorbell_signals__attach(skeleton_);
+  if (error != 0) give_up(failure("attaching the BPF programs", -error, messages));
+  if (per_call) {
+    const std::pair<bpf_program*, int> calls[] = {
+        {skeleton_->progs.on_exit_rt_sigtimedwait, wait_id},
+        {skeleton_->progs.on_exit_read, read_id}};
+    for (const auto& [program, id] : calls) {
+      const int fd = open_tracepoint_event(id);
+      bpf_link* link = fd < 0 ? nullptr : bpf_program__attach_perf_event(program, fd);
+      if (link == nullptr) {
+        why = failure("attaching to the system-call tracepoints", errno, messages);
+        if (fd >= 0) ::close(fd);
+        for (bpf_link* l : perf_links_) bpf_link__destroy(l);
+        perf_links_.clear();
+        doorbell_signals__destroy(skeleton_);
+        skeleton_ = nullptr;
+        return false;  // the caller tries the every-call route
+      }
+      perf_links_.push_back(link);  // the link owns fd now
+    }
+  }
+  ring_ = ring_buffer__new(bpf_map__fd(skeleton_->maps.slow), on_slow_record, this, nullptr);
+  if (ring_ == nullptr) give_up(failure("opening the ring buffer", errno, messages));
+  const bpf_object_skeleton* s = skeleton_->skeleton;
+  attached_ = 0;
+  for (int i = 0; i < s->prog_cnt; ++i)
+    if (*s->progs[i].link != nullptr) ++attached_;
+  attached_ += static_cast<int>(perf_links_.size());
+  return true;
+}
+
+SignalPrograms::~SignalPrograms() {
+  ring_buffer__free(ring_);
+  for (bpf_link* link : perf_links_) bpf_link__destroy(link);
+  doorbell_signals__destroy(skeleton_);
+}
+
+std::string SignalPrograms::verifier_summary() const {
+  std::string text;
+  bpf_program* program = nullptr;
+  bpf_object__for_each_program(program, skeleton_->obj) {
+    if (bpf_program__fd(program) < 0) continue;  // not loaded: the other system-call route
+    bpf_prog_info info{};
+    __u32 length = sizeof info;
+    unsigned verified = 0;
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(program), &info, &length) == 0)
+      verified = info.verified_insns;
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", bpf_program__name(program), verified);
+  }
+  return text;
+}
+
+void SignalPrograms::for_each_stats(
+    const std::function<void(const doorbell_stats_key&, const std::vector<doorbell_stats>&)>& visit)
+    const {
+  static_assert(sizeof(doorbell_stats) % 8 == 0, "per-CPU values are laid out 8-byte aligned");
+  const int fd = bpf_map__fd(skeleton_->maps.stats);
+  // Keys first, then values: a hash map walked while it changes may skip a
+  // new key, never repeat one; a key skipped now is read at the next interval
+  // (its counts are cumulative).
+  std::vector<doorbell_stats_key> keys;
+  const std::size_t bound = 2 * bpf_map__max_entries(skeleton_->maps.stats);
+  doorbell_stats_key key{}, next{};
+  const doorbell_stats_key* previous = nullptr;
+  while (keys.size() < bound && bpf_map_get_next_key(fd, previous, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    previous = &key;
+  }
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return;
+  std::vector<doorbell_stats> values(static_cast<std::size_t>(cpus));
+  for (const doorbell_stats_key& k : keys)
+    if (bpf_map_lookup_elem(fd, &k, values.data()) == 0) visit(k, values);
+}
+
+void SignalPrograms::forget(const doorbell_stats_key& key) {
+  bpf_map_delete_elem(bpf_map__fd(skeleton_->maps.stats), &key);
+}
+
+int SignalPrograms::on_slow_record(void* context, void* data, std::size_t size) {
+  auto* self = static_cast<SignalPrograms*>(context);
+  if (size < sizeof(doorbell_slow) || self->visiting_ == nullptr) return 0;
+  doorbell_slow record;
+  std::memcpy(&record, data, sizeof record);
+  (*self->visiting_)(record);
+  return 0;
+}
+
+int SignalPrograms::drain_slow(const std::function<void(const doorbell_slow&)>& visit) {
+  visiting_ = &visit;
+  const int n = ring_buffer__consume(ring_);
+  visiting_ = nullptr;
+  return n < 0 ? 0 : n;
+}
+
+std::array<uint64_t, DOORBELL_LOSSES> SignalPrograms::losses() const {
+  std::array<uint64_t, DOORBELL_LOSSES> total{};
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return total;
+  std::vector<uint64_t> per_cpu(static_cast<std::size_t>(cpus));
+  const int fd = bpf_map__fd(skeleton_->maps.losses);
+  for (__u32 i = 0; i < DOORBELL_LOSSES; ++i) {
+    if (bpf_map_lookup_elem(fd, &i, per_cpu.data()) != 0) continue;
+    for (uint64_t n : per_cpu) total[i] += n;
+  }
+  return total;
+}
+
+}  // namespace doorbell::lab::trace::bpf
