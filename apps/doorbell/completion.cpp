@@ -66,6 +66,7 @@ void collect(CLI::App& app, const std::string& path, std::vector<Node>& nodes) {
   node.path = path;
   for (CLI::App* sub : commands_of(app)) node.subcommands.push_back(sub->get_name());
   for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_group().empty()) continue;  // hidden (--dump-cli-tree)
     if (opt->get_positional()) {
       // One of a set (completion's shell): those words; anything else: files.
       const auto choices = choices_of(opt->get_type_name());

@@ -1,0 +1,37 @@
+#include "apps/doorbell/options.h"
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace doorbell::cli {
+
+std::string short_number(double value) {
+  if (std::isfinite(value) && std::nearbyint(value) == value && std::fabs(value) < 1e9)
+    return fmt::format("{:.0f}", value);
+  return fmt::format("{:.6g}", value);
+}
+
+CLI::Validator number_in(double min, double max) {
+  const std::string range = fmt::format("[{} - {}]", short_number(min), short_number(max));
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        const std::string shown = text.size() > 40 ? text.substr(0, 40) + "..." : text;
+        const std::string want =
+            fmt::format("a number in [{}, {}]", short_number(min), short_number(max));
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == text.c_str() || *end != '\0')
+          return fmt::format("'{}' is not {}", shown, want);
+        if (!std::isfinite(value) || errno == ERANGE || value < min || value > max)
+          return fmt::format("{} is not {}", shown, want);
+        return {};
+      },
+      "in " + range);
+}
+
+}  // namespace doorbell::cli

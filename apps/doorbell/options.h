@@ -1,0 +1,25 @@
+// What every command's options share: one way to declare a numeric range,
+// so that each number an option takes has a declared, finite range that the
+// help shows ("in [MIN - MAX]"), the generated completion and CLI battery
+// (tests/cli_battery_test.cpp) read, and a bad value is refused before any
+// work with one line that names the option ("--duration: inf is not a
+// number in [0.01, 1e+07]").
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class Validator;
+}
+
+namespace doorbell::cli {
+
+// A number (integer or floating point) in [min, max]: NaN, infinities and
+// values outside are refused. Its description is "in [MIN - MAX]", as
+// CLI11's own Range writes it, so both read the same.
+CLI::Validator number_in(double min, double max);
+
+// A short form of a number for messages: 1e+07, 0.05, 200000.
+std::string short_number(double value);
+
+}  // namespace doorbell::cli
