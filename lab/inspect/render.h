@@ -18,6 +18,9 @@ struct WatchResult {
   std::uint64_t period_ns = 0;
   std::uint64_t duration_ns = 0;
   PendingWatch watch;
+  // Empty when it ran its whole duration; else why it ended sooner ("the
+  // process exited after 1.5 s"): the samples taken until then stand.
+  std::string ended_early;
 };
 
 std::string render_text(const InspectReport& report, const WatchResult* watch);
