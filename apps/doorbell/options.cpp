@@ -15,6 +15,14 @@ std::string short_number(double value) {
   return fmt::format("{:.6g}", value);
 }
 
+CLI::Validator nonempty_path() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "an empty name is not a path" : std::string();
+      },
+      "");
+}
+
 CLI::Validator number_in(double min, double max) {
   const std::string range = fmt::format("[{} - {}]", short_number(min), short_number(max));
   return CLI::Validator(

@@ -19,6 +19,11 @@ namespace doorbell::cli {
 // CLI11's own Range writes it, so both read the same.
 CLI::Validator number_in(double min, double max);
 
+// A file or directory name that is not empty (CLI11 takes '' as a value;
+// an empty path would otherwise read as "not given"). No description, so
+// the type shown in the help stays the option's own.
+CLI::Validator nonempty_path();
+
 // A short form of a number for messages: 1e+07, 0.05, 200000.
 std::string short_number(double value);
 
