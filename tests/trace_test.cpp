@@ -281,6 +281,32 @@ TEST(Trace, BadInputExitsWithTwo) {
   EXPECT_EQ(rc({"--interval", "0", "--duration", "1"}), 2);
 }
 
+// Zero, NaN, infinity and huge durations, -p 0 (issue 26, items 8, 9 and
+// the messages): `trace --duration 0` and `nan` ran until killed, `1e300`,
+// `inf` and `1e18` stopped after 1 ms with exit 0, `-p 0` traced the whole
+// system. Each is refused at once, one line naming the option; so is a
+// storm option without --measure-overhead, which it would not change.
+// Refused before any tracing: no root needed.
+TEST(TraceCli, ZeroNanInfHugeAndPidZeroAreRefused) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--duration", "0"},         {"--duration", "nan"},   {"--duration", "inf"},
+      {"--duration", "1e300"},     {"--duration", "1e18"},  {"--duration", "-1"},
+      {"--interval", "nan"},       {"--interval", "1e300"}, {"--threshold", "nan"},
+      {"--threshold", "inf"},      {"--top", "0"},          {"-p", "0"},
+      {"--storm-signals", "5000"}, {"--storm-rounds", "2"}};
+  for (const auto& args : cases) {
+    std::vector<std::string> argv{"trace"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = run_doorbell(argv, {.timeout = std::chrono::seconds(20)});
+    EXPECT_EQ(r.exit_code(), 2) << args[0] << " " << args[1] << ": " << r.describe();
+    std::string err = r.err;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    EXPECT_EQ(err.find('\n'), std::string::npos) << "one line: " << r.err;
+    const std::string named = args[0] == "-p" ? "pid" : args[0];
+    EXPECT_NE(err.find(named), std::string::npos) << "names " << named << ": " << r.err;
+  }
+}
+
 // ---------------------------------------------------------------- the binding
 
 TEST(TracefsBinding, FindsTheMountInMountinfo) {

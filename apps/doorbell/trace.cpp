@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/doorbell/command.h"
+#include "apps/doorbell/options.h"
 #include "lab/common/signal_scope.h"
 #include "lab/common/time.h"
 #include "lab/harness/clock.h"
@@ -130,7 +131,8 @@ std::string lost_text(long long lost) {
 }
 
 int run_trace(const TraceArgs& args) {
-  if (args.pid != 0 && (args.pid < 0 || !process_alive(args.pid)))
+  // 0 is "every process" only by leaving -p out.
+  if (args.pid < 0 || (args.pid != 0 && !process_alive(args.pid)))
     throw UsageError(fmt::format("trace: no process with pid {}", args.pid));
   ensure_tracefs(std::cerr);
   StopSignals stop_signals;
@@ -269,28 +271,42 @@ const CommandRegistrar kTrace{
       cmd->footer(
           "For a verdict on one process (can its signals wait for a busy thread?), see "
           "`doorbell inspect PID`.");
-      cmd->add_option("-p,--pid", args->pid, "trace only the signals received by this process");
+      // Every number has a declared range (apps/doorbell/options.h): 0 and
+      // NaN never mean "forever", 1e300 never overflows the deadline.
+      cmd->add_option("-p,--pid", args->pid, "trace only the signals received by this process")
+          ->check(number_in(1, 4194304));
       cmd->add_option("--threshold", args->threshold,
                       "flag a receiver above this many signals per second")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(number_in(0.001, 1e12));
       cmd->add_option("--duration", args->duration_s,
-                      "stop after this many seconds (default: Ctrl-C)");
+                      "stop after this many seconds (default: Ctrl-C)")
+          ->check(number_in(0.01, 1e7));
       cmd->add_option("--interval", args->interval_s, "refresh every this many seconds")
-          ->capture_default_str();
-      cmd->add_option("--top", args->top, "rows shown per refresh")->capture_default_str();
+          ->capture_default_str()
+          ->check(number_in(0.05, 86400));
+      cmd->add_option("--top", args->top, "rows shown per refresh")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 100000));
       cmd->add_flag("--json", args->json,
                     "one JSON object per line: start, each interval, summary");
-      cmd->add_flag("--measure-overhead", args->overhead,
-                    "measure what tracing costs: self-signals per second with and without it");
+      auto* overhead =
+          cmd->add_flag("--measure-overhead", args->overhead,
+                        "measure what tracing costs: self-signals per second with and without it");
       cmd->add_option("--storm-signals", args->overhead_signals,
                       "signals per storm run for --measure-overhead")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(1000, 100000000))
+          ->needs(overhead);
       cmd->add_option("--storm-rounds", args->overhead_rounds,
                       "runs with and without tracing for --measure-overhead (best of each)")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000))
+          ->needs(overhead);
       cmd->callback([args] {
         if (!(args->threshold > 0)) throw UsageError("trace: --threshold must be above 0");
-        if (args->duration_s < 0) throw UsageError("trace: --duration must not be negative");
+        if (args->duration_s < 0 || args->duration_s > 1e7)
+          throw UsageError("trace: --duration must be 0.01..1e7 seconds");
         if (!(args->interval_s >= 0.05))
           throw UsageError("trace: --interval must be at least 0.05 s");
         if (args->top < 1) throw UsageError("trace: --top must be at least 1");
