@@ -68,8 +68,10 @@ TEST(Cli, FilterMatchingNothingIsAUsageError) {
 TEST(Cli, UnwritableJsonPathFailsClearly) {
   const auto r = run_doorbell({"bench", "--quick", "--filter", "ladder/atomic_store_load_seq_cst",
                                "--json", "/nonexistent-dir/x.json"});
-  EXPECT_EQ(r.exit_code(), 1) << r.describe();  // a run-time error, not a crash
+  // Refused before the lab runs (issue 26): bad usage, not a run-time error.
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
   EXPECT_NE(r.err.find("/nonexistent-dir/x.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
 }
 
 TEST(Cli, ListShowsTheLadder) {
@@ -280,7 +282,8 @@ TEST(Cli, BashCompletionCompletesTheCommandTree) {
   EXPECT_EQ(complete({"doorbell", "bench", "--suite", ""}), "default full\n");
   // A value is not a subcommand: after --filter comes a glob, then options again.
   EXPECT_EQ(complete({"doorbell", "bench", "--filter", "x", "--qu"}), "--quick\n");
-  EXPECT_EQ(complete({"doorbell", "partition", "run", "--no-"}), "--no-fifo --no-trace --no-verify\n");
+  EXPECT_EQ(complete({"doorbell", "partition", "run", "--no-"}),
+            "--no-fifo --no-trace --no-verify\n");
   EXPECT_EQ(complete({"doorbell", "help", "part"}), "partition\n");
   EXPECT_EQ(complete({"doorbell", "help", "partition", "c"}), "check\n");
   EXPECT_EQ(complete({"doorbell", "completion", "b"}), "bash\n");

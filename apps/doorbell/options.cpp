@@ -1,9 +1,17 @@
 #include "apps/doorbell/options.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+
+#include "apps/doorbell/command.h"
+#include "lab/common/output_file.h"
 
 #include <fmt/format.h>
 
@@ -13,6 +21,33 @@ std::string short_number(double value) {
   if (std::isfinite(value) && std::nearbyint(value) == value && std::fabs(value) < 1e9)
     return fmt::format("{:.0f}", value);
   return fmt::format("{:.6g}", value);
+}
+
+void check_input_file(const std::string& command, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw UsageError(command + ": " + path + ": is a directory (give a file)");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UsageError(command + ": " + path + ": cannot open: " + std::strerror(errno));
+  ::close(fd);
+}
+
+void check_output_file(const std::string& command, const std::string& option,
+                       const std::string& path) {
+  try {
+    lab::check_output_file(option, path);
+  } catch (const lab::OutputFileError& e) {
+    throw UsageError(command + ": " + e.what());
+  }
+}
+
+void ensure_output_directory(const std::string& command, const std::string& option,
+                             const std::string& path) {
+  try {
+    lab::ensure_output_directory(option, path);
+  } catch (const lab::OutputFileError& e) {
+    throw UsageError(command + ": " + e.what());
+  }
 }
 
 CLI::Validator nonempty_path() {

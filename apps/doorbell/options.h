@@ -24,6 +24,17 @@ CLI::Validator number_in(double min, double max);
 // the type shown in the help stays the option's own.
 CLI::Validator nonempty_path();
 
+// Throws UsageError "COMMAND: PATH: is a directory" (or the reason it
+// cannot be opened for reading) unless `path` is a readable file.
+void check_input_file(const std::string& command, const std::string& path);
+
+// lab::check_output_file / ensure_output_directory as UsageError
+// "COMMAND: OPTION PATH: why".
+void check_output_file(const std::string& command, const std::string& option,
+                       const std::string& path);
+void ensure_output_directory(const std::string& command, const std::string& option,
+                             const std::string& path);
+
 // A short form of a number for messages: 1e+07, 0.05, 200000.
 std::string short_number(double value);
 
