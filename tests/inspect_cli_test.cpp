@@ -346,7 +346,9 @@ TEST(InspectCli, ShortLivedThreadsAreNotBusyAndTheVerdictIsStable) {
          at = reason.find('%', at + 1)) {
       std::size_t start = at;
       while (start > 0 && std::isdigit(static_cast<unsigned char>(reason[start - 1]))) --start;
-      if (start < at) EXPECT_LE(std::stoi(reason.substr(start, at - start)), 100) << reason;
+      if (start < at) {
+        EXPECT_LE(std::stoi(reason.substr(start, at - start)), 100) << reason;
+      }
     }
   }
   EXPECT_EQ(verdicts[0], verdicts[1]);
@@ -405,6 +407,19 @@ TEST(InspectCli, FdinfoRefusedToRootSaysWhy) {
   EXPECT_NE(result.out.find("signalfds unknown"), std::string::npos) << result.out;
   EXPECT_EQ(result.out.find("run as its user or as root"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("even to root"), std::string::npos) << result.out;
+}
+
+// A process name that is not UTF-8 (comm is any bytes): --json still gives
+// one valid object (the bytes become U+FFFD), not an exception.
+TEST(InspectCli, NonUtf8ProcessNameKeepsTheJson) {
+  Target target([] { return ::prctl(PR_SET_NAME, "\xff\xfe-name") == 0 ? 'R' : 'N'; }, false);
+  ASSERT_EQ(target.ready(), 'R');
+  const auto result =
+      run_doorbell({"inspect", std::to_string(target.pid()), "--json", "--window-ms", "10"});
+  ASSERT_TRUE(result.success()) << result.describe();
+  const auto report = nlohmann::json::parse(result.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << result.out;
+  EXPECT_EQ(report["pid"], target.pid());
 }
 
 TEST(InspectCli, BadFlagsExitNonZero) {

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,7 +59,7 @@ int host_tracefs_mounts() {
 // (each delivered before kill returns, so none coalesce) and `rt` SIGRTMIN
 // while blocked (queued), unblocks them, then exits. (A fork of the test, not
 // a launch of the CLI.)
-pid_t start_child(int usr1, int rt, int& go_fd) {
+pid_t start_child(int usr1, int rt, int& go_fd, const char* name = nullptr) {
   int go[2];
   if (::pipe(go) != 0) return -1;
   pid_t pid = ::fork();
@@ -68,6 +69,7 @@ pid_t start_child(int usr1, int rt, int& go_fd) {
     return pid;
   }
   ::close(go[1]);
+  if (name != nullptr) ::prctl(PR_SET_NAME, name);
   struct sigaction sa {};
   sa.sa_handler = [](int) {};
   sigemptyset(&sa.sa_mask);
@@ -220,6 +222,32 @@ TEST(Trace, CountsMatchWhatTheChildSent) {
   // The instance is gone (looked up through the binding: always checked).
   EXPECT_FALSE(fs::exists(tracefs::tracing_dir().path + "/instances/" +
                           start["instance"].get<std::string>()));
+}
+
+// A process name that is not UTF-8 (comm is any bytes): the JSON lines are
+// still written (the bytes become U+FFFD), not lost to an exception after
+// the trace.
+TEST(Trace, NonUtf8ProcessNameKeepsTheJson) {
+  SKIP_UNLESS_ROOT();
+  int go = -1;
+  pid_t child = start_child(50, 0, go, "\xff\xfe-name");
+  ASSERT_GT(child, 0);
+  auto run = std::async(std::launch::async, [child] {
+    return run_doorbell(
+        {"trace", "--json", "-p", std::to_string(child), "--interval", "0.2", "--duration", "60"});
+  });
+  const pid_t tracer = wait_for_our_tracer(std::chrono::seconds(30));
+  ASSERT_EQ(::write(go, "g", 1), 1);
+  ::close(go);
+  EXPECT_EQ(wait_exit(child), 0);
+  const RunResult r = run.get();
+  ASSERT_GT(tracer, 0) << r.describe();
+  ASSERT_TRUE(r.success()) << r.describe();
+  const nlohmann::json summary = line_of_type(json_lines(r.out), "summary");
+  ASSERT_TRUE(summary.is_object()) << r.out;
+  const nlohmann::json* usr1 = find_signal(summary, SIGUSR1);
+  ASSERT_NE(usr1, nullptr) << summary.dump();
+  EXPECT_EQ((*usr1)["generated"], 50);
 }
 
 TEST(Trace, InterruptEndsItCleanly) {

@@ -79,7 +79,9 @@ void run_inspect(const InspectOptions& o) {
     }
     const WatchResult* w = watch ? &*watch : nullptr;
     if (o.json)
-      std::cout << render_json(report, w).dump(2) << "\n";
+      std::cout << render_json(report, w).dump(2, ' ', false,
+                                               nlohmann::ordered_json::error_handler_t::replace)
+                << "\n";
     else
       std::cout << render_text(report, w);
     if (!gone.empty()) {

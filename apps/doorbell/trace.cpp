@@ -46,6 +46,9 @@ namespace {
 namespace trace = lab::trace;
 namespace tracefs = sys::tracefs;
 
+// Process names are any bytes: JSON gets U+FFFD for what is not UTF-8.
+constexpr auto kUtf8Replace = nlohmann::json::error_handler_t::replace;
+
 // ------------------------------------------------------------ stop request
 
 std::atomic<int> g_stop_signal{0};
@@ -151,7 +154,7 @@ int run_trace(const TraceArgs& args) {
                                  args.pid ? nlohmann::json(args.pid) : nlohmann::json("all")},
                                 {"instance", tracing->name()},
                                 {"threshold_per_s", args.threshold}}
-                     .dump()
+                     .dump(-1, ' ', false, kUtf8Replace)
               << std::endl;
   } else {
     std::cerr << "doorbell trace: tracing signals (" << scope << ") in tracefs instance "
@@ -180,7 +183,7 @@ int run_trace(const TraceArgs& args) {
                                     {"interval_s", seconds},
                                     {"lost_events", tracing->overruns()},
                                     {"signals", rows_json(tracker, seconds, false, args.threshold)}}
-                         .dump()
+                         .dump(-1, ' ', false, kUtf8Replace)
                   << std::endl;
       } else {
         std::ostringstream screen;
@@ -211,7 +214,7 @@ int run_trace(const TraceArgs& args) {
                                 {"end", end_reason},
                                 {"lost_events", lost},
                                 {"signals", rows_json(tracker, total_s, true, args.threshold)}}
-                     .dump()
+                     .dump(-1, ' ', false, kUtf8Replace)
               << std::endl;
   } else {
     std::cout << "\n";
@@ -247,7 +250,7 @@ int measure_overhead(int count, int rounds, bool json) {
                                 {"slowdown_percent", 100.0 * added / best_plain},
                                 {"events_read", r.events_read},
                                 {"lost_events", r.lost_events}}
-                     .dump()
+                     .dump(-1, ' ', false, kUtf8Replace)
               << std::endl;
   } else {
     std::cout << fmt::format(
