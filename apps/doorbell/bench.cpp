@@ -113,11 +113,17 @@ void run_bench(const BenchOptions& o) {
     }
   };
   if (json_to_stdout) {
-    std::cout << lab::to_json(results, DOORBELL_VERSION).dump(1) << "\n" << std::flush;
+    std::cout << lab::to_json(results, DOORBELL_VERSION)
+                     .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n"
+              << std::flush;
     if (!std::cout) write_errors.push_back("cannot write the results (JSON) to stdout");
   } else if (!json_path.empty()) {
     write("results (JSON): ", json_path, [&] {
-      lab::write_file_atomically(json_path, lab::to_json(results, DOORBELL_VERSION).dump(1) + "\n");
+      lab::write_file_atomically(
+          json_path, lab::to_json(results, DOORBELL_VERSION)
+                             .dump(1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                         "\n");
     });
   }
   if (!csv_path.empty())
@@ -168,18 +174,22 @@ const CommandRegistrar kBench{
           ->check(CLI::Range(1, 1000));
       cmd->add_option("--suite", options->suite, "Which suite runs without --filter")
           ->check(CLI::IsMember({"default", "full"}));
-      cmd->add_option("--json", options->json_path,
-                      "Write the results as JSON to FILE; '-': to stdout, and the table to stderr")
-          ->type_name("OUTFILE|-")
-          ->check(nonempty_path());
-      cmd->add_option("--csv", options->csv_path, "Write the results as CSV to FILE")
-          ->type_name("OUTFILE")
-          ->check(nonempty_path());
+      auto* json =
+          cmd->add_option(
+                 "--json", options->json_path,
+                 "Write the results as JSON to FILE; '-': to stdout, and the table to stderr")
+              ->type_name("OUTFILE|-")
+              ->check(nonempty_path());
+      auto* csv = cmd->add_option("--csv", options->csv_path, "Write the results as CSV to FILE")
+                      ->type_name("OUTFILE")
+                      ->check(nonempty_path());
       cmd->add_option("--out", options->out_dir,
-                      "Directory for results.json and results.csv when neither --json nor --csv is "
-                      "given (default results/<UTC time>)")
+                      "Directory for results.json, results.csv and report.html (default "
+                      "results/<UTC time>; not with --json or --csv, which name the files)")
           ->type_name("OUTDIR")
-          ->check(nonempty_path());
+          ->check(nonempty_path())
+          ->excludes(json)
+          ->excludes(csv);
       cmd->add_flag("--no-progress", options->no_progress, "No progress line on the terminal");
       cmd->callback([options] { run_bench(*options); });
     }};

@@ -324,7 +324,9 @@ void run_command(const RunArgs& a) {
   std::string json_error;
   if (!a.json.empty()) {
     try {
-      const std::string text = to_json(s, report, a.file).dump(1) + "\n";
+      const std::string text =
+          to_json(s, report, a.file).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) +
+          "\n";
       if (is_stdout(a.json))
         std::cout << text << std::flush;
       else
@@ -376,7 +378,7 @@ const CommandRegistrar kPartition{
                          ->check(number_in(1, kMaxFrames));
       run->add_option("--duration", run_args.duration_s,
                       "Stop after this many seconds (whole frames, at least one)")
-          ->check(number_in(0.001, kMaxDurationS))
+          ->check(number_in(0.01, kMaxDurationS))
           ->excludes(frames);
       run->add_option("--json", run_args.json,
                       "Write the report as JSON to FILE; '-': to stdout, and the summary to stderr")
