@@ -346,10 +346,12 @@ TEST(InspectAnalysis, SingularAndPluralInReasons) {
   p.threads[0].cpus_allowed = {0};
   p.threads[0].cpus_allowed_list = "0";
   p.threads[1].cpus_allowed = {0};
-  const auto& v = verdict_for(analyze(p), SIGUSR1);
+  const auto busy = analyze(p);
+  const auto& v = verdict_for(busy, SIGUSR1);
   EXPECT_NE(v.reason.find("shares CPU 0 with 1 busy thread"), std::string::npos) << v.reason;
   p.threads[1].run_share = p.threads[1].wait_share = 0;
-  const auto& fair = verdict_for(analyze(p), SIGUSR1);
+  const auto quiet = analyze(p);
+  const auto& fair = verdict_for(quiet, SIGUSR1);
   EXPECT_NE(fair.reason.find("(or 1 other thread)"), std::string::npos) << fair.reason;
 }
 

@@ -69,7 +69,7 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
                                    format_duration(static_cast<double>(r.window_ns)))
                      : " (State R; no sampling window)\n";
   if (r.namespace_init) out += "  " + init_note(r) + ".\n";
-  if (r.short_lived_seen > 0 || r.short_lived_share >= 0.05)
+  if (r.short_lived_seen > 0 || r.short_lived_share >= 0.1)
     out += fmt::format(
         "  short-lived threads: {} born in the window still there at its end (BUSY \"new\"); "
         "threads not there for the whole window used {:.0f}% of a CPU\n",

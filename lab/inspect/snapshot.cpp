@@ -463,7 +463,13 @@ ProcessSnapshot sample_process(pid_t pid, std::chrono::nanoseconds window) {
   if (second.cpu_ns >= first.cpu_ns) {
     const double other =
         static_cast<double>(second.cpu_ns - first.cpu_ns) - static_cast<double>(matched_run_ns);
-    second.short_lived_share = std::max(0.0, other / static_cast<double>(second.window_ns));
+    // stat truncates to a clock tick at each read: less than two ticks of
+    // difference is that rounding, not threads (it would be all of a 10 ms
+    // window).
+    const long ticks = ::sysconf(_SC_CLK_TCK);
+    const double tick_ns = ticks > 0 ? 1e9 / static_cast<double>(ticks) : 1e7;
+    second.short_lived_share =
+        other < 2 * tick_ns ? 0.0 : other / static_cast<double>(second.window_ns);
   }
   return second;
 }
