@@ -112,9 +112,19 @@ void block(std::initializer_list<int> signals) {
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+// Busy in user space. Every few thousand rounds it calls into the C
+// library (an uncontended trylock): under TSan the target is this test's
+// instrumented code, and TSan runs a handler only when the interrupted
+// thread next enters one of its interceptors; a loop that never does would
+// never run it. The thread stays runnable all the time.
 void spin_forever() {
+  pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
   volatile unsigned long counter = 0;
-  for (;;) counter = counter + 1;
+  for (;;) {
+    counter = counter + 1;
+    if ((counter & 0xfff) == 0 && ::pthread_mutex_trylock(&mutex) == 0)
+      ::pthread_mutex_unlock(&mutex);
+  }
 }
 
 void sleep_forever() {

@@ -78,6 +78,16 @@ std::string percent(double share) {
   return fmt::format("{:.0f}%", std::clamp(share, 0.0, 1.0) * 100.0);
 }
 
+}  // namespace
+
+std::string cpu_share_text(double share) {
+  share = std::max(0.0, share);
+  return share < 1 ? fmt::format("{:.0f}% of a CPU", share * 100.0)
+                   : fmt::format("{:.1f} CPUs", share);
+}
+
+namespace {
+
 // The thread complete_signal() would pick now, or nullptr.
 const ThreadSnapshot* kernel_choice(const ProcessSnapshot& p, int signo) {
   auto wants = [&](const ThreadSnapshot& t) {
@@ -138,9 +148,9 @@ std::string risk_reason(const ProcessSnapshot& p, const Risk& risk, bool chosen_
   if (risk.short_lived_share >= 0)
     why += fmt::format(
         "{} shares the machine with short-lived threads of this process that together used {} "
-        "of a CPU in the window",
+        "in the window",
         risk.busy_itself || !risk.busy_peers.empty() ? ", and" : ",",
-        percent(risk.short_lived_share));
+        cpu_share_text(risk.short_lived_share));
   why += ": the signal waits for that thread's next time slice";
   return why;
 }

@@ -139,6 +139,9 @@ InspectReport analyze(const ProcessSnapshot& process);
 // "SCHED_FIFO 50", "SCHED_OTHER", "SCHED_BATCH", ...
 std::string policy_name(int policy, int rt_priority);
 
+// CPU time as a share of one CPU: "95% of a CPU", "1.9 CPUs".
+std::string cpu_share_text(double share);
+
 // Whether a thread counts as busy (see ThreadSummary::busy).
 bool is_busy(const ThreadSnapshot& thread) noexcept;
 

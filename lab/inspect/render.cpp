@@ -72,8 +72,8 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
   if (r.short_lived_seen > 0 || r.short_lived_share >= 0.1)
     out += fmt::format(
         "  short-lived threads: {} born in the window still there at its end (BUSY \"new\"); "
-        "threads not there for the whole window used {:.0f}% of a CPU\n",
-        r.short_lived_seen, std::max(0.0, r.short_lived_share) * 100.0);
+        "threads not there for the whole window used {}\n",
+        r.short_lived_seen, cpu_share_text(r.short_lived_share));
   out += fmt::format("  {:>8}  {:<16} {:<14} {}\n", "TID", "NAME", "POLICY", "BUSY");
   for (const auto& t : r.threads)
     out += fmt::format("  {:>8}  {:<16} {:<14} {}\n", t.tid, t.name, t.policy,
