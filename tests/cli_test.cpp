@@ -1,14 +1,17 @@
 // The doorbell CLI as a user runs it: exit codes, messages, output files.
+#include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/run_program.h"
@@ -196,6 +199,40 @@ TEST(Cli, BadFlagOnASubcommandStillFailsClearly) {
     const auto r = run_doorbell(args);
     EXPECT_EQ(r.exit_code(), 2) << testing::PrintToString(args) << ": " << r.describe();
     EXPECT_NE(r.err.find("no-such-flag"), std::string::npos) << r.err;
+  }
+}
+
+// Each scenario runs in a process of its own: a bench killed mid-run
+// (SIGKILL, nothing it can catch) takes its scenario's process with it
+// (PR_SET_PDEATHSIG), at once, not at its next report to the dead runner
+// (a write to the pipe, SIGPIPE): this row's repetitions last 6 s.
+TEST(Cli, KilledBenchLeavesNoScenarioRunning) {
+  auto bench = doorbell::test::start_doorbell(
+      {"bench", "--no-progress", "--repeat", "1", "--suite", "full", "--filter",
+       "partition/case_study_long:threads=8,method=sigstop", "--json", "/dev/null"});
+  const pid_t pid = bench.pid();
+  std::vector<pid_t> scenario;
+  for (int i = 0; i < 1000 && scenario.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                           "/children");
+    for (pid_t child; children >> child;) scenario.push_back(child);
+  }
+  ASSERT_FALSE(scenario.empty()) << "no scenario process appeared under the bench";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  const auto r = bench.finish();
+  EXPECT_EQ(r.status.signal(), SIGKILL) << r.describe();
+  for (pid_t child : scenario) {
+    // Gone (or a zombie) within 3 s, half of what the repetition has left.
+    bool gone = false;
+    for (int i = 0; i < 300 && !gone; ++i) {
+      gone = ::kill(child, 0) != 0 ||
+             slurp("/proc/" + std::to_string(child) + "/stat").find(") Z ") != std::string::npos;
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(gone) << "the scenario's process " << child << " outlived the bench";
+    if (!gone) ::kill(child, SIGKILL);
   }
 }
 

@@ -297,6 +297,24 @@ TEST(Report, SingleReportOpensWithTheMachineAndTheSummary) {
   EXPECT_NE(html.find("cheapest cross-thread wake-up</b>: not measured"), std::string::npos);
 }
 
+// A flagged row (samples longer than its budget) says so in its status cell
+// and in the run's count, beside its figures.
+TEST(Report, FlaggedRowsCarryTheirWarning) {
+  auto results = doorbell::lab::read_results_file(kData + "small_results.json");
+  ASSERT_FALSE(results.scenarios.empty());
+  results.scenarios.front().warnings.push_back("2 samples longer than the repetition's budget");
+  fs::path dir = work_dir("flagged");
+  doorbell::report::ReportOptions options;
+  options.gnuplot = "/nonexistent/gnuplot";
+  doorbell::report::write_html_report({results}, (dir / "r.html").string(), options);
+  const std::string html = read(dir / "r.html");
+  EXPECT_NE(html.find("<td class=\"flag\">ok, flagged<br>WARNING: 2 samples longer than the "
+                      "repetition's budget</td>"),
+            std::string::npos)
+      << html.substr(0, 4000);
+  EXPECT_NE(html.find("of which 1 flagged: samples longer than their budget"), std::string::npos);
+}
+
 TEST(Report, RejectsNoRunsAndMoreThanTwo) {
   auto results = doorbell::lab::read_results_file(kData + "small_results.json");
   EXPECT_THROW(doorbell::report::write_html_report({}, "/dev/null"), std::invalid_argument);

@@ -82,7 +82,10 @@ RunOptions options_for(std::vector<std::string> filters, int reps = 3) {
 }
 
 TEST(Runner, WarmUpIsDiscardedAndRepetitionsAreCounted) {
-  const auto options = options_for({"test/known_values"});
+  // In this process, to count the calls; the isolated run (the default) is
+  // compared with it below.
+  auto options = options_for({"test/known_values"});
+  options.isolate = false;
   const auto results = run_scenarios(options, select_scenarios(options));
   ASSERT_EQ(results.scenarios.size(), 1u);
   const ScenarioResult& r = results.scenarios[0];
@@ -102,6 +105,39 @@ TEST(Runner, WarmUpIsDiscardedAndRepetitionsAreCounted) {
   EXPECT_EQ(r.counters.at("sent").size(), 3u);
   EXPECT_EQ(m->raw.size(), 3u);
   EXPECT_EQ(r.notes, std::vector<std::string>{"a note"});
+}
+
+// Each scenario runs in a process of its own by default: what comes back
+// over the pipe is what the same run gives in this process, to the bucket.
+TEST(Runner, IsolatedRunGivesWhatAnInProcessRunGives) {
+  auto here = options_for({"test/known_values"});
+  here.isolate = false;
+  const int calls_before = g_calls;
+  const auto a = run_scenarios(here, select_scenarios(here));
+  const auto isolated = options_for({"test/known_values"});
+  const auto b = run_scenarios(isolated, select_scenarios(isolated));
+  EXPECT_EQ(g_calls - calls_before, 4);  // this process ran only the in-process run
+  ASSERT_EQ(a.scenarios.size(), 1u);
+  ASSERT_EQ(b.scenarios.size(), 1u);
+  const ScenarioResult& x = a.scenarios[0];
+  const ScenarioResult& y = b.scenarios[0];
+  ASSERT_EQ(y.status, ScenarioResult::Status::ok) << y.reason;
+  EXPECT_EQ(x.repetitions, y.repetitions);
+  ASSERT_EQ(x.metrics.size(), y.metrics.size());
+  for (std::size_t i = 0; i < x.metrics.size(); ++i) {
+    SCOPED_TRACE(x.metrics[i].name);
+    EXPECT_EQ(x.metrics[i].name, y.metrics[i].name);
+    EXPECT_EQ(x.metrics[i].summary.count, y.metrics[i].summary.count);
+    EXPECT_EQ(x.metrics[i].summary.p50, y.metrics[i].summary.p50);
+    EXPECT_EQ(x.metrics[i].summary.max, y.metrics[i].summary.max);
+    EXPECT_EQ(x.metrics[i].summary.mean, y.metrics[i].summary.mean);
+    EXPECT_EQ(x.metrics[i].p50_across_reps.min, y.metrics[i].p50_across_reps.min);
+    EXPECT_EQ(x.metrics[i].p50_across_reps.max, y.metrics[i].p50_across_reps.max);
+    EXPECT_EQ(x.metrics[i].raw, y.metrics[i].raw);
+  }
+  EXPECT_EQ(x.counters, y.counters);
+  EXPECT_EQ(x.notes, y.notes);
+  EXPECT_TRUE(y.warnings.empty());
 }
 
 TEST(Runner, SkipAndFailureAreRecordedAndTheRunGoesOn) {

@@ -118,6 +118,29 @@ TEST(Summary, LinesWhoseScenariosDidNotRunSaySo) {
   EXPECT_NE(lines[1].text.find("no wakeup/rtt"), std::string::npos);
 }
 
+// A flagged row (samples longer than its budget) is never quoted: the line
+// falls back to the next row, or says why it has no figure.
+TEST(Summary, FlaggedRowsAreNotQuoted) {
+  ResultsFile r = synthetic();
+  for (auto& s : r.scenarios)
+    if (s.name == "ladder/signal_kill_handler" || s.name == "wakeup/rtt:method=futex,pin=other" ||
+        s.name == "e2e/signal:threads=32,policy=receiver-fifo,main=busy" ||
+        s.name == "partition/case_study:threads=8,method=freezer")
+      s.warnings.push_back("1 sample longer than the repetition's budget");
+  const auto lines = summarize_run(r);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_FALSE(lines[0].measured);
+  EXPECT_NE(lines[0].text.find("ladder/signal_kill_handler is flagged: 1 sample longer"),
+            std::string::npos)
+      << lines[0].text;
+  EXPECT_NE(lines[1].text.find("eventfd, round trip 12.0 µs"), std::string::npos) << lines[1].text;
+  EXPECT_NE(lines[2].text.find("every-thread"), std::string::npos) << lines[2].text;
+  EXPECT_NE(lines[3].text.find("every_thread"), std::string::npos) << lines[3].text;
+  for (const auto& l : lines)
+    for (const auto& name : l.scenarios)
+      EXPECT_FALSE(r.find(name)->flagged()) << l.topic << " quotes " << name;
+}
+
 TEST(Summary, TheTableOpensWithIt) {
   RunResults results;
   std::ostringstream out;

@@ -31,6 +31,7 @@ struct BenchOptions {
   std::string csv_path;
   std::string out_dir;
   bool no_progress = false;
+  double scenario_timeout_s = 0.0;  // 0: 10 x budget + 10 s per repetition
 };
 
 std::string default_out_dir() {
@@ -60,6 +61,7 @@ void run_bench(const BenchOptions& o) {
   options.suite = o.suite;
   options.repetitions = o.repeat > 0 ? o.repeat : (o.quick ? 3 : 5);
   options.progress = !o.no_progress;
+  options.scenario_timeout_s = o.scenario_timeout_s;
   const auto selected = lab::select_scenarios(options);
   if (selected.empty()) {
     std::string what = o.filters.empty() ? "suite '" + o.suite + "'" : "--filter";
@@ -148,11 +150,19 @@ void run_bench(const BenchOptions& o) {
   for (const auto& e : write_errors)
     std::cerr << "doorbell bench: " << e << " (the table above and the other files stand)\n";
   if (!write_errors.empty()) set_exit_code(1);
-  int failed = 0;
-  for (const auto& r : results.scenarios)
-    if (r.status == lab::ScenarioResult::Status::failed) ++failed;
-  if (failed > 0) {
-    std::cerr << "doorbell bench: " << failed << " scenario(s) failed; see the table\n";
+  std::vector<const lab::ScenarioResult*> failed, flagged;
+  for (const auto& r : results.scenarios) {
+    if (r.status == lab::ScenarioResult::Status::failed) failed.push_back(&r);
+    if (!r.warnings.empty()) flagged.push_back(&r);
+  }
+  for (const auto* r : flagged)
+    std::cerr << "doorbell bench: flagged " << r->scenario->name << ": " << r->warnings.front()
+              << "\n";
+  if (!failed.empty()) {
+    std::cerr << "doorbell bench: " << failed.size()
+              << (failed.size() == 1 ? " scenario failed:\n" : " scenarios failed:\n");
+    for (const auto* r : failed)
+      std::cerr << "  " << r->scenario->name << ": " << r->reason << "\n";
     set_exit_code(1);
   }
 }
@@ -191,6 +201,10 @@ const CommandRegistrar kBench{
           ->excludes(json)
           ->excludes(csv);
       cmd->add_flag("--no-progress", options->no_progress, "No progress line on the terminal");
+      cmd->add_option("--scenario-timeout", options->scenario_timeout_s,
+                      "Hard limit of one repetition in seconds: a scenario past it is stopped "
+                      "and reported failed (default 10 x its budget + 10 s)")
+          ->check(CLI::Range(0.001, 86400.0));
       cmd->callback([options] { run_bench(*options); });
     }};
 

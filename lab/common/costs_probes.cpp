@@ -20,6 +20,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "lab/common/deadline.h"
 #include "lab/common/signal_scope.h"
 #include "lab/common/time.h"
 #include "sys/error.h"
@@ -302,12 +303,12 @@ SigpendingProbeResult probe_sigpending_limit(long limit, int signo, long extra_a
     __atomic_store_n(&shared->done, 1u, __ATOMIC_RELEASE);
     _exit(0);  // the queued signals die with the child
   }
-  int status = 0;
-  pid_t w;
-  do {
-    w = waitpid(child, &status, 0);
-  } while (w < 0 && errno == EINTR);
-  if (__atomic_load_n(&shared->done, __ATOMIC_ACQUIRE) == 1u) {
+  // The child's 64 Ki sends take milliseconds; one that takes 10 s is stuck.
+  const ReapResult reaped = reap_child_or_kill(child, Deadline::after(10.0));
+  const int status = reaped.status;
+  if (reaped.killed) {
+    result.error = "the child did not finish in 10 s (killed)";
+  } else if (__atomic_load_n(&shared->done, __ATOMIC_ACQUIRE) == 1u) {
     result.child_ran = true;
     result.queued = shared->queued;
     result.attempts = shared->attempts;
@@ -341,13 +342,21 @@ SleepingThreads::SleepingThreads(int count, int signo) {
       // Release: the creator reads the tid after started_ reaches count.
       started_.fetch_add(1, std::memory_order_release);
       pollfd pfd{stop_fd_, POLLIN, 0};
-      // EINTR (a handled signal) or a spurious return: wait again.
-      while (poll(&pfd, 1, -1) <= 0 || (pfd.revents & POLLIN) == 0) {
+      // EINTR (a handled signal), a spurious return or a second gone by:
+      // look again. The eventfd stays readable once stop() wrote it.
+      while (poll(&pfd, 1, 1000) <= 0 || (pfd.revents & POLLIN) == 0) {
       }
     });
   }
   // Acquire pairs with each thread's release increment: its tid is visible.
-  while (started_.load(std::memory_order_acquire) < count) sched_yield();
+  try {
+    wait_until(Deadline::after(10.0), "the sleeping threads to start",
+               [&] { return started_.load(std::memory_order_acquire) >= count; });
+  } catch (...) {
+    stop();
+    close(stop_fd_);
+    throw;
+  }
 }
 
 SleepingThreads::~SleepingThreads() {

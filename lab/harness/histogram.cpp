@@ -75,6 +75,39 @@ void Histogram::merge(const Histogram& other) noexcept {
   sum_squares_ += other.sum_squares_;
 }
 
+Histogram::State Histogram::state() const {
+  State s;
+  for (int i = 0; i < kBucketCount; ++i)
+    if (counts_[i] != 0) s.buckets.emplace_back(static_cast<uint32_t>(i), counts_[i]);
+  s.count = count_;
+  s.min = min_;
+  s.max = max_;
+  s.sum = sum_;
+  s.sum_squares = sum_squares_;
+  return s;
+}
+
+Histogram Histogram::from_state(const State& s) {
+  Histogram h;
+  uint64_t total = 0;
+  for (const auto& [index, n] : s.buckets) {
+    if (index >= static_cast<uint32_t>(kBucketCount))
+      throw std::invalid_argument("histogram bucket index " + std::to_string(index) +
+                                  " out of range");
+    h.counts_[index] += n;
+    total += n;
+  }
+  if (total != s.count)
+    throw std::invalid_argument("histogram buckets hold " + std::to_string(total) +
+                                " values, its count says " + std::to_string(s.count));
+  h.count_ = s.count;
+  h.min_ = s.min;
+  h.max_ = s.max;
+  h.sum_ = s.sum;
+  h.sum_squares_ = s.sum_squares;
+  return h;
+}
+
 void Histogram::reset() noexcept {
   std::fill(counts_.begin(), counts_.end(), 0);
   count_ = 0;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace doorbell::lab {
@@ -47,6 +48,19 @@ class Histogram {
   // Visits every non-empty bucket in increasing order: (lower_ns, upper_ns,
   // count), the bucket holding values in [lower, upper).
   void for_each_bucket(const std::function<void(double, double, uint64_t)>& visit) const;
+
+  // The exact state, for carrying a histogram to another process (the
+  // runner's scenario processes): every non-empty bucket by index, and the
+  // running sums. from_state(state()) is equal to the original in every
+  // statistic; from_state throws std::invalid_argument on a bucket index out
+  // of range or counts that do not add up to `count`.
+  struct State {
+    std::vector<std::pair<uint32_t, uint64_t>> buckets;  // (index, count), increasing index
+    uint64_t count = 0;
+    double min = 0.0, max = 0.0, sum = 0.0, sum_squares = 0.0;
+  };
+  State state() const;
+  static Histogram from_state(const State& state);
 
  private:
   static int index_of(uint64_t ps) noexcept;

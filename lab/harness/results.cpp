@@ -55,7 +55,13 @@ json scenario_json(const ScenarioResult& r) {
          {"reason", r.reason},
          {"repetitions", r.repetitions},
          {"wall_s", r.wall_s},
+         {"budget_s", r.budget_s},
+         {"limit_s", r.limit_s},
          {"primary_metric", sc.primary_metric}};
+  if (r.status == ScenarioResult::Status::failed)
+    j["failure"] = json{
+        {"kind", r.failure.kind}, {"phase", r.failure.phase}, {"elapsed_s", r.failure.elapsed_s}};
+  j["warnings"] = r.warnings;
   json metrics = json::object();
   for (const auto& m : r.metrics) {
     json mj = summary_json(m.summary);
@@ -287,6 +293,7 @@ void print_table(const RunResults& results, std::ostream& out) {
       out << "      counters (median of reps): " << line << "\n";
     }
     for (const auto& note : r.notes) out << "      note: " << note << "\n";
+    for (const auto& warning : r.warnings) out << "      WARNING: " << warning << "\n";
   }
   if (!results.ratios.empty()) {
     out << fmt::format("\n{:<40} {:>10} {:>10} {:>8}  {}\n", "ratios (this run)", "ours",
@@ -324,7 +331,15 @@ void print_table(const RunResults& results, std::ostream& out) {
                        format_duration(statistic(m->summary, f.statistic)), f.source, f.statistic,
                        m->name, f.scenario);
   }
-  out << fmt::format("\n{} scenarios in {:.1f} s\n", results.scenarios.size(), results.wall_s);
+  std::size_t failed = 0, flagged = 0;
+  for (const auto& r : results.scenarios) {
+    if (r.status == ScenarioResult::Status::failed) ++failed;
+    if (!r.warnings.empty()) ++flagged;
+  }
+  out << fmt::format("\n{} scenarios in {:.1f} s", results.scenarios.size(), results.wall_s);
+  if (failed > 0) out << fmt::format(", {} FAILED", failed);
+  if (flagged > 0) out << fmt::format(", {} flagged (WARNING above)", flagged);
+  out << "\n";
 }
 
 }  // namespace doorbell::lab

@@ -10,7 +10,10 @@
 //     "name", "group", "title", "description", "params": {name: value},
 //     "clock": "tsc"|"monotonic", "clock_read_ns", "pinning",
 //     "status": "ok"|"skipped"|"failed", "reason", "repetitions", "wall_s",
-//     "primary_metric",
+//     "budget_s" (of one repetition, as run), "limit_s" (the watchdog's limit of
+//     one repetition), "failure": {"kind": "error"|"watchdog"|"died", "phase",
+//     "elapsed_s"} (only when failed), "warnings": [...] (a row with any is
+//     flagged: its figures should not be trusted), "primary_metric",
 //     "metrics": {name: {"unit": "ns", "count", "min", "max", "mean", "stddev",
 //                        "p50", "p90", "p99", "p99.9",
 //                        "p50_across_reps": {"min","median","max"},

@@ -194,6 +194,20 @@ MetricRecord read_metric(const std::string& name, const json& value, const std::
   return m;
 }
 
+// An array of strings, empty when absent.
+std::vector<std::string> strings(const Fields& f, const char* key) {
+  std::vector<std::string> out;
+  if (const json* items = f.array(key))
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      const json& n = (*items)[i];
+      if (!n.is_string())
+        throw ResultsError(
+            fmt::format("{}[{}]: expected a string, got {}", f.path(key), i, type_name(n)));
+      out.push_back(n.get<std::string>());
+    }
+  return out;
+}
+
 ScenarioStatus read_status(const Fields& f) {
   const std::string s = f.text("status", "ok");
   if (s == "ok") return ScenarioStatus::ok;
@@ -238,14 +252,16 @@ ScenarioRecord read_scenario(const json& value, std::size_t index) {
       counter.spread.max = cf.number("max");
       s.counters.push_back(std::move(counter));
     }
-  if (const json* notes = f.array("notes"))
-    for (std::size_t i = 0; i < notes->size(); ++i) {
-      const json& n = (*notes)[i];
-      if (!n.is_string())
-        throw ResultsError(
-            fmt::format("{}[{}]: expected a string, got {}", f.path("notes"), i, type_name(n)));
-      s.notes.push_back(n.get<std::string>());
-    }
+  s.notes = strings(f, "notes");
+  s.warnings = strings(f, "warnings");
+  s.budget_s = f.number("budget_s");
+  s.limit_s = f.number("limit_s");
+  if (const json* failure = f.object("failure")) {
+    Fields ff(*failure, f.path("failure"));
+    s.failure_kind = ff.text("kind");
+    s.failure_phase = ff.text("phase");
+    s.failure_elapsed_s = ff.number("elapsed_s");
+  }
   return s;
 }
 

@@ -107,8 +107,18 @@ struct ScenarioRecord {
   std::vector<MetricRecord> metrics;
   std::vector<CounterRecord> counters;
   std::vector<std::string> notes;
+  // Why its figures should not be trusted (samples longer than the budget);
+  // a row with any is flagged. Empty in files written before warnings.
+  std::vector<std::string> warnings;
+  double budget_s = kNotMeasured;  // of one repetition, as run
+  double limit_s = kNotMeasured;   // the watchdog's limit of one repetition
+  // For a failed row (files from this version on): "error", "watchdog" or
+  // "died", where it was, and how long that repetition had run.
+  std::string failure_kind, failure_phase;
+  double failure_elapsed_s = kNotMeasured;
 
   bool ok() const noexcept { return status == ScenarioStatus::ok; }
+  bool flagged() const noexcept { return !warnings.empty(); }
   const MetricRecord* metric(std::string_view metric_name) const noexcept;
   // The metric named primary_metric; nullptr when the scenario has none
   // (a skipped or failed scenario has no metrics at all).

@@ -1,6 +1,8 @@
 #include "lab/harness/runner.h"
 
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +10,15 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <new>
+#include <system_error>
 
+#include <fmt/format.h>
+
+#include "lab/common/format.h"
 #include "lab/common/time.h"
+#include "lab/harness/clock.h"
+#include "lab/harness/isolation.h"
 
 namespace doorbell::lab {
 
@@ -96,39 +105,87 @@ class Progress {
   bool shown_ = false;
 };
 
+// The one PhaseBoard of a run, in memory the scenarios' processes share
+// with the runner (isolation.h), mapped once.
+PhaseBoard* shared_phase_board() {
+  static PhaseBoard* board = [] {
+    void* p = ::mmap(nullptr, sizeof(PhaseBoard), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+    return new (p) PhaseBoard();
+  }();
+  return board;
+}
+
+std::vector<std::function<void(pid_t)>>& after_process_hooks() {
+  static std::vector<std::function<void(pid_t)>> hooks;
+  return hooks;
+}
+
+// Samples longer than the repetition's budget: a sample that outlasts the
+// whole repetition it belongs to is a stall, not a measurement (a lost
+// wake-up, a machine that stopped the process), and the row says so.
+void flag_long_samples(const Scenario& scenario, const std::vector<Repetition>& reps,
+                       ScenarioResult& result) {
+  const double budget_ns = scenario.budget_s * 1e9;
+  uint64_t total = 0;
+  double longest = 0.0;
+  std::string where;
+  std::vector<double> per_rep;
+  for (const auto& rep : reps) {
+    uint64_t over = 0;
+    for (const auto& [name, h] : rep.metrics) {
+      if (h.max() <= budget_ns) continue;
+      uint64_t n = 0;
+      h.for_each_bucket([&](double lower, double, uint64_t count) {
+        if (lower > budget_ns) n += count;
+      });
+      // The bucket that holds the budget holds the max too when nothing
+      // else is beyond it: the max is exact, so count at least it.
+      over += std::max<uint64_t>(n, 1);
+      if (h.max() > longest) {
+        longest = h.max();
+        where = name;
+      }
+    }
+    per_rep.push_back(static_cast<double>(over));
+    total += over;
+  }
+  if (total == 0) return;
+  result.counters["samples_over_budget"] = per_rep;
+  result.warnings.push_back(fmt::format(
+      "{} sample{} longer than the repetition's budget of {} (the longest: {}, '{}'): a stall "
+      "(a loaded machine, a stopped process, a lost wake-up), not the mechanism's cost; the "
+      "summary does not quote this row",
+      total, total == 1 ? "" : "s", format_duration(budget_ns), format_duration(longest), where));
+}
+
 ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
   ScenarioResult result;
   result.scenario = &scenario;
   const uint64_t start = monotonic_ns();
-  const double budget = options.quick ? scenario.budget_s / 5.0 : scenario.budget_s;
-  const std::size_t samples =
-      options.quick ? std::max<std::size_t>(scenario.samples / 10, 1) : scenario.samples;
-  const int repetitions = std::max(1, options.repetitions);
-  std::vector<Repetition> reps;
-  try {
-    AffinityGuard affinity;  // a scenario may pin this thread; undo it
-    {
-      Repetition warm;
-      Context ctx(options.quick, true, -1, budget, samples, scenario.pinning, warm);
-      scenario.run(ctx);
-    }
-    for (int i = 0; i < repetitions; ++i) {
-      Repetition rep;
-      const uint64_t rep_start = monotonic_ns();
-      Context ctx(options.quick, false, i, budget, samples, scenario.pinning, rep);
-      scenario.run(ctx);
-      rep.wall_s = static_cast<double>(monotonic_ns() - rep_start) / 1e9;
-      reps.push_back(std::move(rep));
-    }
-  } catch (const SkipScenario& e) {
-    result.status = ScenarioResult::Status::skipped;
-    result.reason = e.what();
-  } catch (const std::exception& e) {
-    result.status = ScenarioResult::Status::failed;
-    result.reason = e.what();
+  detail::Plan plan;
+  plan.quick = options.quick;
+  plan.budget_s = options.quick ? scenario.budget_s / 5.0 : scenario.budget_s;
+  plan.samples = options.quick ? std::max<std::size_t>(scenario.samples / 10, 1) : scenario.samples;
+  plan.repetitions = std::max(1, options.repetitions);
+  plan.limit_s = repetition_limit_s(scenario, options);
+  plan.limit_given = options.scenario_timeout_s > 0.0;
+  result.budget_s = plan.budget_s;
+  result.limit_s = plan.limit_s;
+  detail::Outcome outcome;
+  if (options.isolate) {
+    outcome = detail::run_isolated(scenario, plan, *shared_phase_board());
+  } else {
+    PhaseBoard board;
+    outcome = detail::run_here(scenario, plan, board);
   }
+  result.status = outcome.status;
+  result.reason = std::move(outcome.reason);
+  result.failure = std::move(outcome.failure);
   result.wall_s = static_cast<double>(monotonic_ns() - start) / 1e9;
   if (result.status != ScenarioResult::Status::ok) return result;
+  std::vector<Repetition>& reps = outcome.reps;
   result.repetitions = static_cast<int>(reps.size());
 
   // Metrics in order of first appearance, the primary one first.
@@ -169,12 +226,77 @@ ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
       if (std::find(result.notes.begin(), result.notes.end(), note) == result.notes.end())
         result.notes.push_back(note);
   }
+  flag_long_samples(scenario, reps, result);
   for (const auto& [name, values] : result.counters)
     result.counter_spread[name] = spread_of(values);
   return result;
 }
 
+// Makes this process the subreaper of what the scenarios' processes start,
+// for the length of a run, and puts the setting back.
+class SubreaperScope {
+ public:
+  explicit SubreaperScope(bool on) {
+    if (!on) return;
+    int was = 0;
+    if (::prctl(PR_GET_CHILD_SUBREAPER, &was) != 0) return;
+    previous_ = was;
+    if (!was) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+  ~SubreaperScope() {
+    if (previous_ == 0) ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  }
+  SubreaperScope(const SubreaperScope&) = delete;
+  SubreaperScope& operator=(const SubreaperScope&) = delete;
+
+ private:
+  int previous_ = -1;  // -1: not changed
+};
+
 }  // namespace
+
+double repetition_limit_s(const Scenario& scenario, const RunOptions& options) {
+  if (options.scenario_timeout_s > 0.0) return options.scenario_timeout_s;
+  const double budget = options.quick ? scenario.budget_s / 5.0 : scenario.budget_s;
+  return 10.0 * budget + 10.0;
+}
+
+void register_after_scenario_process(std::function<void(pid_t)> hook) {
+  after_process_hooks().push_back(std::move(hook));
+}
+
+namespace {
+std::vector<std::function<void()>>& process_exit_hooks() {
+  static std::vector<std::function<void()>> hooks;
+  return hooks;
+}
+}  // namespace
+
+void register_scenario_process_exit(std::function<void()> hook) {
+  process_exit_hooks().push_back(std::move(hook));
+}
+
+namespace detail {
+void run_scenario_process_exit_hooks() {
+  for (const auto& hook : process_exit_hooks()) {
+    try {
+      hook();
+    } catch (const std::exception&) {
+    }
+  }
+  process_exit_hooks().clear();
+}
+
+void run_after_scenario_process_hooks(pid_t pid) {
+  for (const auto& hook : after_process_hooks()) {
+    try {
+      hook(pid);
+    } catch (const std::exception&) {
+      // Clean-up is best effort; the row's result stands.
+    }
+  }
+}
+}  // namespace detail
 
 std::string why_not_measured(const ScenarioResult& s, const std::string& metric_name) {
   const std::string name = s.scenario->name;
@@ -245,6 +367,9 @@ RunResults run_scenarios(const RunOptions& options, const std::vector<const Scen
   RunResults results;
   results.options = options;
   results.environment = probe_environment();
+  // Calibrated once here, not again in every scenario's process.
+  (void)IntervalClock::get();
+  SubreaperScope subreaper(options.isolate);
   const uint64_t start = monotonic_ns();
   Progress progress(options.progress);
   for (std::size_t i = 0; i < selected.size(); ++i) {

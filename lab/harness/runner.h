@@ -1,6 +1,9 @@
 // The runner: selects scenarios, warms up, repeats, and gathers results.
 #pragma once
 
+#include <sys/types.h>
+
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,7 +19,21 @@ struct RunOptions {
   bool quick = false;                // 1/5 of the budget, 1/10 of the samples
   int repetitions = 5;               // after one warm-up
   bool progress = true;              // a progress line on a terminal
+  // The hard limit of one repetition (the warm-up counts as one), in
+  // seconds; 0: derived from the scenario's budget (repetition_limit_s).
+  double scenario_timeout_s = 0.0;
+  // Each scenario runs in a process of its own under the watchdog (the
+  // default, and what `doorbell bench` does). false: in this process, with
+  // no watchdog: a scenario that never returns hangs the run (for tests that
+  // look at what a scenario did to the process).
+  bool isolate = true;
 };
+
+// The watchdog's limit for one repetition of `scenario`: the override when
+// options.scenario_timeout_s > 0, else 10 x its budget (as scaled by
+// --quick) + 10 s. Its waits give up at 3/4 of it (Context::wait_deadline_ns),
+// so that they report their own reason first.
+double repetition_limit_s(const Scenario& scenario, const RunOptions& options);
 
 // Scenarios selected by the options, in order of registration: without a
 // filter, the suite's scenarios; with filters (globs), the suite's scenarios
@@ -42,6 +59,21 @@ struct ScenarioResult {
   const Scenario* scenario = nullptr;
   enum class Status { ok, skipped, failed } status = Status::ok;
   std::string reason;  // for skipped and failed
+  // How a failed row failed: "error" (it threw: a wait timed out, a call
+  // failed), "watchdog" (stopped past its hard limit) or "died" (its process
+  // ended by a signal or an exit of its own); empty unless failed.
+  struct Failure {
+    std::string kind;
+    std::string phase;       // where it was: "repetition 2 of 5 (waiting for ...)"
+    double elapsed_s = 0.0;  // how long that repetition had run
+  } failure;
+  double budget_s = 0.0;  // of one repetition, as run (scaled by --quick)
+  double limit_s = 0.0;   // the watchdog's limit of one repetition
+  // Why its figures should not be trusted, one line each; a row with any is
+  // "flagged": the table and the report show the warnings, and the summary
+  // quotes no flagged row. Today: samples longer than the repetition's budget
+  // (counted in the counter samples_over_budget).
+  std::vector<std::string> warnings;
   std::vector<MetricResult> metrics;
   std::map<std::string, std::vector<double>> counters;  // per repetition
   std::map<std::string, Spread> counter_spread;
@@ -74,9 +106,23 @@ struct RunResults {
   const ScenarioResult* find(const std::string& name) const;
 };
 
-// Runs the scenarios in order; a scenario that throws is recorded as failed
-// and the run goes on.
+// Runs the scenarios in order; a scenario that throws, dies or runs past
+// its limit is recorded as failed and the run goes on (isolation.h says how).
 RunResults run_scenarios(const RunOptions& options, const std::vector<const Scenario*>& selected);
+
+// Called in the runner after a scenario's process was killed or died, once
+// it is reaped, with its pid: for what such a process leaves that the
+// runner's reaping does not (the lab's scenarios register the removal of
+// tracefs instances named after a pid that no longer exists).
+void register_after_scenario_process(std::function<void(pid_t)> hook);
+
+// Called in a scenario's own process after its last repetition, before it
+// ends (it ends with _exit, which runs no destructor of a static): for what
+// the lab keeps for a whole process and removes at exit (a tracing instance
+// created on first use). A scenario registers it when it creates such a
+// thing; run in this process (RunOptions::isolate false), the static's own
+// destructor does the work at exit instead. The watchdog's limit covers it.
+void register_scenario_process_exit(std::function<void()> hook);
 
 // Computes the registered ratios from the results (run_scenarios calls it).
 // A ratio is left out only when one of its scenarios was not selected; one

@@ -22,7 +22,7 @@ std::string_view pinning_name(Pinning p) noexcept {
 }
 
 Context::Context(bool quick, bool warmup, int repetition, double budget_s, std::size_t samples,
-                 Pinning pinning, Repetition& out)
+                 Pinning pinning, Repetition& out, uint64_t wait_deadline_ns, PhaseBoard* board)
     : quick_(quick),
       warmup_(warmup),
       repetition_(repetition),
@@ -30,7 +30,17 @@ Context::Context(bool quick, bool warmup, int repetition, double budget_s, std::
       samples_(samples == 0 ? 1 : samples),
       pinning_(pinning),
       deadline_ns_(monotonic_ns() + static_cast<uint64_t>(budget_s * 1e9)),
-      out_(out) {}
+      wait_deadline_ns_(wait_deadline_ns != 0 ? wait_deadline_ns
+                                              : deadline_ns_ + 60'000'000'000ull),
+      out_(out),
+      board_(board) {}
+
+void Context::phase(const char* text) noexcept {
+  if (board_ == nullptr) return;
+  std::size_t n = 0;
+  for (; text[n] != '\0' && n + 1 < sizeof board_->text; ++n) board_->text[n] = text[n];
+  board_->text[n] = '\0';
+}
 
 int Context::cpu_for_role(int role) const {
   if (pinning_ == Pinning::none) return -1;

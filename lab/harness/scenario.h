@@ -26,6 +26,12 @@
 //  - Throw SkipScenario("reason") when the machine cannot run it (no
 //    AVX-512, no permission): the result says "skipped: reason".
 //  - Counters (ctx.counter) report what was sent, delivered and coalesced.
+//  - Every wait is bounded by ctx.wait_deadline() (lab/common/deadline.h has
+//    the bounded waits): a wait that runs past it throws WaitTimedOut, and the
+//    row fails with that reason. Behind that, the runner's watchdog stops a
+//    repetition that runs past its hard limit (runner.h) whatever it waits in.
+//  - ctx.phase("...") says what the repetition is doing now, in a few words;
+//    the watchdog's report quotes the last one.
 #pragma once
 
 #include <cstdint>
@@ -65,10 +71,23 @@ struct Repetition {
   double wall_s = 0.0;
 };
 
+// Where a repetition says what it is doing, for the watchdog's report. The
+// runner places it in memory shared with the scenario's process and reads it
+// only once that process has ended (or been killed), so it needs no lock.
+struct PhaseBoard {
+  int repetition = -1;  // -1: the warm-up; else the repetition's index
+  int repetitions = 0;  // how many the run has after the warm-up
+  char text[240] = {};  // the scenario's own words (Context::phase), NUL-terminated
+};
+
 class Context {
  public:
+  // wait_deadline_ns: when a wait of this repetition becomes a failure
+  // (0: the budget's end plus a minute); board: where phase() writes, or
+  // nullptr.
   Context(bool quick, bool warmup, int repetition, double budget_s, std::size_t samples,
-          Pinning pinning, Repetition& out);
+          Pinning pinning, Repetition& out, uint64_t wait_deadline_ns = 0,
+          PhaseBoard* board = nullptr);
 
   bool quick() const noexcept { return quick_; }
   bool warmup() const noexcept { return warmup_; }
@@ -84,6 +103,18 @@ class Context {
   // Reads the clock on every call (~25 ns): samples that take milliseconds
   // must not overrun the budget, and cheap operations are timed in batches.
   bool keep_going(std::size_t taken) const noexcept { return taken < samples_ && time_left(); }
+
+  // When a wait of this repetition stops being a wait and becomes a failure:
+  // well past the budget (the runner puts it at 3/4 of the repetition's hard
+  // limit), so that a row on a loaded machine still finishes, and early
+  // enough that the scenario reports its own reason before the watchdog
+  // stops it. The bounded waits of lab/common/deadline.h take it.
+  uint64_t wait_deadline_ns() const noexcept { return wait_deadline_ns_; }
+
+  // Says what the repetition is doing now ("waiting for the peer's ready"),
+  // for the watchdog's report; the text is cut at 239 bytes. Cheap (a copy
+  // into memory), but not for a per-sample path.
+  void phase(const char* text) noexcept;
 
   // Pins the calling thread for its role (0 = the measuring/sending thread,
   // 1 = the peer). Does nothing for Pinning::none, or when the process may
@@ -114,7 +145,9 @@ class Context {
   std::size_t samples_;
   Pinning pinning_;
   uint64_t deadline_ns_;
+  uint64_t wait_deadline_ns_;
   Repetition& out_;
+  PhaseBoard* board_;
 };
 
 struct Scenario {

@@ -18,9 +18,10 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-// statistic of metric (or the primary one) of an ok scenario; NaN otherwise.
+// statistic of metric (or the primary one) of an ok scenario that is not
+// flagged; NaN otherwise: the summary quotes no figure its row warns about.
 double figure(const ScenarioRecord* s, std::string_view stat, std::string_view metric = {}) {
-  if (s == nullptr || !s->ok()) return kNotMeasured;
+  if (s == nullptr || !s->ok() || s->flagged()) return kNotMeasured;
   const MetricRecord* m = metric.empty() ? s->primary() : s->metric(metric);
   return m == nullptr ? kNotMeasured : m->summary.statistic(stat);
 }
@@ -34,6 +35,7 @@ std::string absent(const ResultsFile& r, const std::string& name) {
   const ScenarioRecord* s = r.find(name);
   if (s == nullptr) return name + " did not run";
   if (!s->ok()) return name + " " + status_name(s->status) + ": " + s->reason;
+  if (s->flagged()) return name + " is flagged: " + s->warnings.front();
   return name + " has no figure";
 }
 

@@ -39,6 +39,11 @@ std::string num_cell(const std::string& html) {
 
 std::string status_cell(const lab::ScenarioRecord* scenario) {
   if (!scenario) return "<td>not in this run</td>";
+  if (scenario->ok() && scenario->flagged()) {
+    std::string warnings;
+    for (const auto& w : scenario->warnings) warnings += "<br>WARNING: " + escape_html(w);
+    return "<td class=\"flag\">ok, flagged" + warnings + "</td>";
+  }
   if (scenario->ok()) return "<td>ok</td>";
   const std::string status = lab::status_name(scenario->status);
   const std::string cls = scenario->status == lab::ScenarioStatus::skipped ? "skip" : "fail";

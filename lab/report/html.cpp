@@ -62,7 +62,7 @@ th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:to
 th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 figure{margin:1em 0}figcaption{font-size:.85em;color:#555;max-width:60em}
 img.plot{max-width:100%;height:auto;border:1px solid #eee}
-.skip{color:#8a6d00}.fail{color:#b00}.worse{color:#b00}.better{color:#080}
+.skip{color:#8a6d00}.fail{color:#b00}.flag{color:#b35900}.worse{color:#b00}.better{color:#080}
 .note{font-size:.85em;color:#555}code{background:#f4f4f4;padding:0 .2em}
 nav a{margin-right:.8em}
 )";
@@ -323,16 +323,20 @@ std::string html_report(const std::vector<lab::ResultsFile>& files, const Report
   h += "<h1>" + escape_html(title) + "</h1>\n";
   for (const auto& run : runs) {
     const lab::ResultsFile& f = *run.results;
-    std::size_t ok = 0, skipped = 0, failed = 0;
-    for (const auto& s : f.scenarios)
+    std::size_t ok = 0, skipped = 0, failed = 0, flagged = 0;
+    for (const auto& s : f.scenarios) {
       (s.status == lab::ScenarioStatus::ok        ? ok
        : s.status == lab::ScenarioStatus::skipped ? skipped
                                                   : failed)++;
+      if (s.flagged()) ++flagged;
+    }
     h += fmt::format(
-        "<p><b>{}</b>: {} scenarios ({} ok, {} skipped, {} failed), measured {} on {} ({}, "
+        "<p><b>{}</b>: {} scenarios ({} ok{}, {} skipped, {} failed), measured {} on {} ({}, "
         "kernel {}, {} CPUs).</p>\n",
-        escape_html(run.label), f.scenarios.size(), ok, skipped, failed,
-        escape_html(f.environment_value("timestamp_utc")),
+        escape_html(run.label), f.scenarios.size(), ok,
+        flagged > 0 ? fmt::format(" of which {} flagged: samples longer than their budget", flagged)
+                    : std::string(),
+        skipped, failed, escape_html(f.environment_value("timestamp_utc")),
         escape_html(f.environment_value("hostname")),
         escape_html(f.environment_value("virtualization")),
         escape_html(f.environment_value("kernel")),

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "lab/common/costs_probes.h"
+#include "lab/common/deadline.h"
 #include "lab/common/signal_scope.h"
 #include "lab/common/time.h"
 #include "lab/harness/scenario.h"
@@ -193,37 +194,53 @@ void run_stream(Context& ctx, bool use_eventfd) {
   std::atomic<uint64_t> wakeups{0};
   std::atomic<bool> stop{false};
   std::atomic<pid_t> receiver_tid{0};
-  std::thread receiver([&] {
-    receiver_tid.store(sys::current_tid(), std::memory_order_release);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, signo);
-    while (!stop.load(std::memory_order_acquire)) {
-      uint64_t got = 0;
-      if (use_eventfd) {
-        uint64_t value = 0;
-        const ssize_t r = read(efd.get(), &value, sizeof value);
-        if (r != sizeof value) {
-          if (r < 0 && errno == EINTR) continue;
-          sys::fatal("eventfd read", errno);
-        }
-        got = value;
-      } else {
-        siginfo_t info;
-        const int r = sigwaitinfo(&set, &info);
-        if (r < 0) {
-          if (errno == EINTR) continue;
-          sys::fatal("sigwaitinfo", errno);
-        }
-        got = 1;
-      }
-      wakeups.fetch_add(1, std::memory_order_relaxed);
-      // Release: the sender's acquire load sees the notifications consumed.
-      consumed.fetch_add(got, std::memory_order_release);
+  // What tells the receiver to return: the flag, then one more notification
+  // (an eventfd write or a signal to its thread), from any thread.
+  auto tell_stop = [&] {
+    stop.store(true, std::memory_order_release);
+    if (use_eventfd) {
+      const uint64_t one = 1;
+      (void)!write(efd.get(), &one, sizeof one);
+    } else if (const pid_t tid = receiver_tid.load(std::memory_order_acquire); tid != 0) {
+      (void)sys::tgkill(getpid(), tid, signo);
     }
-  });
-  pid_t rtid = 0;
-  while ((rtid = receiver_tid.load(std::memory_order_acquire)) == 0) sched_yield();
+  };
+  PeerThread receiver(
+      [&] {
+        receiver_tid.store(sys::current_tid(), std::memory_order_release);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, signo);
+        while (!stop.load(std::memory_order_acquire)) {
+          uint64_t got = 0;
+          if (use_eventfd) {
+            uint64_t value = 0;
+            const ssize_t r = read(efd.get(), &value, sizeof value);
+            if (r != sizeof value) {
+              if (r < 0 && errno == EINTR) continue;
+              sys::fatal("eventfd read", errno);
+            }
+            got = value;
+          } else {
+            siginfo_t info;
+            const int r = sigwaitinfo(&set, &info);
+            if (r < 0) {
+              if (errno == EINTR) continue;
+              sys::fatal("sigwaitinfo", errno);
+            }
+            got = 1;
+          }
+          wakeups.fetch_add(1, std::memory_order_relaxed);
+          // Release: the sender's acquire load sees the notifications consumed.
+          consumed.fetch_add(got, std::memory_order_release);
+        }
+      },
+      tell_stop);
+  const Deadline deadline(ctx.wait_deadline_ns());
+  ctx.phase("waiting for the receiver thread to start");
+  wait_until(deadline, "the receiver thread to start",
+             [&] { return receiver_tid.load(std::memory_order_acquire) != 0; });
+  const pid_t rtid = receiver_tid.load(std::memory_order_acquire);
   const pid_t pid = getpid();
   auto notify = [&]() -> bool {
     if (use_eventfd) {
@@ -257,7 +274,8 @@ void run_stream(Context& ctx, bool use_eventfd) {
   stop.store(true, std::memory_order_release);
   // Wake the receiver once more so it sees stop.
   if (!notify()) sys::fatal("final notification", errno);
-  receiver.join();
+  ctx.phase("waiting for the receiver thread to end");
+  receiver.join(deadline, "the receiver thread to end");
   if (!use_eventfd) drain_pending(signo);
   const uint64_t total_consumed = consumed.load();
   ctx.counter("sent", static_cast<double>(sent));

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "lab/common/costs_probes.h"
+#include "lab/common/deadline.h"
 #include "lab/common/signal_scope.h"
 #include "lab/common/time.h"
 #include "lab/harness/scenario.h"
@@ -114,12 +115,13 @@ void run_siglock(Context& ctx, Guard guard, int threads, bool traffic) {
   ScopedDisposition handler(kTrafficSignal, &traffic_handler, SA_RESTART);
   std::atomic<bool> stop{false};
   std::vector<Worker> workers(static_cast<std::size_t>(threads));
-  std::vector<std::thread> pool;
+  std::vector<PeerThread> pool;
   const uint64_t deferred_before = g_deferred.load();
   const uint64_t start = monotonic_ns();
   for (int i = 0; i < threads; ++i)
-    pool.emplace_back(worker_loop, guard, std::cref(stop),
-                      std::ref(workers[static_cast<std::size_t>(i)]));
+    pool.emplace_back([&, i] { worker_loop(guard, stop, workers[static_cast<std::size_t>(i)]); },
+                      [&] { stop.store(true, std::memory_order_relaxed); });
+  const Deadline deadline(ctx.wait_deadline_ns());
 
   uint64_t sent = 0, delivered = 0, lost = 0;
   Histogram& delivery = ctx.metric("delivery");
@@ -151,7 +153,8 @@ void run_siglock(Context& ctx, Guard guard, int threads, bool traffic) {
     delivery.record(t1 > t0 ? static_cast<double>(t1 - t0) : 0.0);
   }
   stop.store(true, std::memory_order_relaxed);
-  for (auto& t : pool) t.join();
+  ctx.phase("waiting for the worker threads to end");
+  for (auto& t : pool) t.join(deadline, "the worker threads to end");
   const double wall_s = static_cast<double>(monotonic_ns() - start) / 1e9;
   // A signal still pending (sent after the workers blocked it) goes away here,
   // before the disposition is restored.

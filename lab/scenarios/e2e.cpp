@@ -63,6 +63,7 @@
 
 #include "doorbell/signal_receiver.h"
 #include "doorbell/thread_broadcast.h"
+#include "lab/common/deadline.h"
 #include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "lab/scenarios/e2e_trace.h"
@@ -389,6 +390,7 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
   sh->samples = std::min<std::size_t>(ctx.samples(), kMaxSlots);
   const pid_t self = ::getpid();
 
+  ctx.phase("starting the target process");
   guard.target = ::fork();
   if (guard.target < 0) sys::throw_errno("fork target");
   if (guard.target == 0) target_main(sh, self, threads, main_state);
@@ -426,10 +428,12 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
   sched_param sender_param{};
   sender_param.sched_priority = kSenderPriority;
   ::sched_setscheduler(guard.sender, SCHED_FIFO, &sender_param);
-  int status = 0;
-  while (::waitpid(guard.sender, &status, 0) < 0 && errno == EINTR) {
-  }
-  guard.sender = -1;
+  // It ends once its window is over and its last signal was handled (or
+  // given up on): bounded by the repetition's wait deadline, like every wait.
+  ctx.phase("waiting for the sender process to end");
+  const pid_t sender = guard.sender;
+  guard.sender = -1;  // reaped (or killed) by reap_child, on every path
+  (void)reap_child(sender, Deadline(ctx.wait_deadline_ns()), "the sender process to end");
   // A signal counted late may still arrive: give it a last chance.
   const uint64_t last_chance = monotonic_ns() + sh->handle_wait_ns;
   while (sh->handled.load() < sh->sent.load() && monotonic_ns() < last_chance) sleep_ns(1'000'000);

@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "lab/harness/runner.h"
 #include "sys/tracefs.h"
 
 namespace doorbell::lab::e2e {
@@ -107,13 +108,18 @@ struct Session {
           }
           changed.wait_until(lock, due);
         } else {
-          changed.wait(lock);
+          changed.wait_for(lock, std::chrono::seconds(1));
         }
       }
     });
     ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   }
   ~Session() {
+    shutdown();
+  }
+  // Stops the disabler and removes the instance; at the end of the process
+  // (the runner's scenario process ends with _exit: register_scenario_process_exit).
+  void shutdown() {
     {
       std::lock_guard lock(mutex);
       quit = true;
@@ -126,6 +132,16 @@ struct Session {
     formats.reset();
   }
 };
+
+// A scenario process that was killed or died leaves its instances (this
+// file's, the flood's, the partition windows'): the runner removes every
+// doorbell instance whose owner is gone.
+const bool kRemovesStaleInstances = [] {
+  register_after_scenario_process([](pid_t) {
+    if (::geteuid() == 0) tracefs::remove_stale_instances();
+  });
+  return true;
+}();
 
 Session& session() {
   static Session s;
@@ -143,6 +159,7 @@ Session& session() {
         return;
       }
       s.instance.emplace("e2e");
+      register_scenario_process_exit([] { session().shutdown(); });
     } catch (const std::exception& e) {
       s.why_not = e.what();
       s.instance.reset();

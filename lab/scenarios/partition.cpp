@@ -55,6 +55,7 @@
 #include "doorbell/cgroup_freezer.h"
 #include "doorbell/partition.h"
 #include "doorbell/thread_broadcast.h"
+#include "lab/common/deadline.h"
 #include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "lab/partition/window_trace.h"
@@ -180,6 +181,12 @@ void run_stop_latency(Context& ctx, int threads, StopMethod method) {
   Histogram& latency = ctx.metric();
   std::size_t n = 0;
   std::size_t never = 0;
+  // The measured wait (waitid(WSTOPPED) on the pidfd) has no timeout of its
+  // own: past the deadline the rescuer kills the busy process, the wait
+  // returns, and the row fails.
+  Rescuer rescuer(Deadline(ctx.wait_deadline_ns()),
+                  [fd = pidfd.get()] { sys::pidfd_send_signal(fd, SIGKILL); });
+  ctx.phase("stopping and resuming the busy process");
   while (ctx.keep_going(n)) {
     sleep_ns(1'000'000 + static_cast<uint64_t>(random() % 2'000'000));
     const uint64_t t0 = monotonic_ns();
@@ -194,7 +201,11 @@ void run_stop_latency(Context& ctx, int threads, StopMethod method) {
         if (::waitid(static_cast<idtype_t>(P_PIDFD), pidfd.get(), &info, WSTOPPED) == 0) break;
         if (errno != EINTR) sys::throw_errno("waitid");
       }
-      if (info.si_code != CLD_STOPPED) throw std::runtime_error("busy process died");
+      if (info.si_code != CLD_STOPPED) {
+        if (rescuer.fired())
+          throw WaitTimedOut("timed out waiting for the busy process to stop (killed)");
+        throw std::runtime_error("busy process died");
+      }
       stopped = true;
     } else {
       cgroup->freeze();

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "lab/common/deadline.h"
 #include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "lab/scenarios/ratelimit_designs.h"
@@ -141,41 +142,47 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
   std::atomic<int> ready{0};
   std::vector<Tally> tallies(threads);
   std::unique_ptr<Worker[]> state(new Worker[threads]);
-  std::vector<std::thread> workers;
+  std::vector<PeerThread> workers;
   workers.reserve(threads);
+  auto tell_stop = [&] { stop.store(true); };
   for (int id = 0; id < threads; ++id) {
-    workers.emplace_back([&, id] {
-      Worker& me = state[id];
-      Tally& tally = tallies[id];
-      Tally baseline_tally;  // the no-limiter loop's decisions: all "yes", not checked
-      NoLimiter none;
-      uint64_t x = 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(id);
-      uint64_t calls[2] = {0, 0};
-      ready.fetch_add(1);
-      int current = phase.load(std::memory_order_relaxed);
-      uint64_t cpu_mark = thread_cpu_ns();
-      while (!stop.load(std::memory_order_relaxed)) {
-        if (current == kBaseline) {
-          x = run_batch(none, baseline_tally, x, iterations);
-        } else {
-          x = run_batch(design, tally, x, iterations);
-        }
-        calls[current] += kBatch;
-        me.calls[current].store(calls[current], std::memory_order_relaxed);
-        // The thread's CPU clock is read only when the loop changes (once a
-        // slice), not per batch.
-        if (const int next = phase.load(std::memory_order_relaxed); next != current) {
-          const uint64_t now = thread_cpu_ns();
-          me.cpu_ns[current] += now - cpu_mark;
-          cpu_mark = now;
-          current = next;
-        }
-      }
-      me.cpu_ns[current] += thread_cpu_ns() - cpu_mark;
-      me.sink = x;
-    });
+    workers.emplace_back(
+        [&, id] {
+          Worker& me = state[id];
+          Tally& tally = tallies[id];
+          Tally baseline_tally;  // the no-limiter loop's decisions: all "yes", not checked
+          NoLimiter none;
+          uint64_t x = 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(id);
+          uint64_t calls[2] = {0, 0};
+          ready.fetch_add(1);
+          int current = phase.load(std::memory_order_relaxed);
+          uint64_t cpu_mark = thread_cpu_ns();
+          while (!stop.load(std::memory_order_relaxed)) {
+            if (current == kBaseline) {
+              x = run_batch(none, baseline_tally, x, iterations);
+            } else {
+              x = run_batch(design, tally, x, iterations);
+            }
+            calls[current] += kBatch;
+            me.calls[current].store(calls[current], std::memory_order_relaxed);
+            // The thread's CPU clock is read only when the loop changes (once a
+            // slice), not per batch.
+            if (const int next = phase.load(std::memory_order_relaxed); next != current) {
+              const uint64_t now = thread_cpu_ns();
+              me.cpu_ns[current] += now - cpu_mark;
+              cpu_mark = now;
+              current = next;
+            }
+          }
+          me.cpu_ns[current] += thread_cpu_ns() - cpu_mark;
+          me.sink = x;
+        },
+        tell_stop);
   }
-  while (ready.load() < threads) std::this_thread::yield();
+  const Deadline deadline(ctx.wait_deadline_ns());
+  ctx.phase("waiting for the worker threads to start");
+  wait_until(deadline, "the worker threads to start", [&] { return ready.load() >= threads; });
+  ctx.phase("slices of the design's loop and the baseline's");
   auto total_calls = [&](int which) {
     uint64_t sum = 0;
     for (int i = 0; i < threads; ++i) sum += state[i].calls[which].load(std::memory_order_relaxed);
@@ -216,7 +223,8 @@ void measure(Context& ctx, D& design, int threads, int iterations, uint32_t burs
     c0 = total_calls(current);
   }
   stop.store(true);
-  for (auto& w : workers) w.join();
+  ctx.phase("waiting for the worker threads to end");
+  for (auto& w : workers) w.join(deadline, "the worker threads to end");
   const CheckResult r = check(tallies, burst, kIntervalNs, starts);
   uint64_t design_calls = 0, design_cpu = 0, baseline_calls = 0, baseline_cpu = 0;
   for (int i = 0; i < threads; ++i) {

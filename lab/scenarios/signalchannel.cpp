@@ -46,7 +46,9 @@
 
 #include "doorbell/event_loop.h"
 #include "doorbell/signal_channel.h"
+#include "lab/common/deadline.h"
 #include "lab/common/signal_scope.h"
+#include "lab/harness/runner.h"
 #include "lab/harness/scenario.h"
 #include "sys/error.h"
 #include "sys/tracefs.h"
@@ -85,6 +87,7 @@ struct Sink {
   std::atomic<uint64_t> delivered{0};  // user-code runs
   std::atomic<uint64_t> merged{0};     // instances the method reported merged
   std::atomic<uint32_t> acked{0};      // futex word for the ping-pong
+  std::atomic<bool> rescued{false};    // the sender's wait was ended by its Rescuer
   uint64_t burst_base = 0;             // rt row: instance number of this burst's first
 
   // value: the instance number for real-time signals (si_value), where the
@@ -160,7 +163,7 @@ class Receiver {
   virtual void run() = 0;
   virtual void stop() = 0;
   // Waits until the receiver is ready for the first signal.
-  virtual void wait_ready() {}
+  virtual void wait_ready(const Deadline&) {}
   // How many signals the method's handler passed on, where the method keeps
   // that count (libuv); read after run() returned.
   virtual std::optional<uint64_t> caught() const { return std::nullopt; }
@@ -269,12 +272,14 @@ class UvReceiver final : public Receiver {
     });
     stop_.data = this;
     ready_.store(true, std::memory_order_release);
-    ready_.notify_one();
     uv_run(&loop_, UV_RUN_DEFAULT);
     uv_loop_close(&loop_);
   }
   void stop() override { uv_async_send(&stop_); }
-  void wait_ready() override { ready_.wait(false, std::memory_order_acquire); }
+  void wait_ready(const Deadline& deadline) override {
+    wait_until(deadline, "the libuv receiver thread to be ready",
+               [&] { return ready_.load(std::memory_order_acquire); });
+  }
   // Signals libuv's handler wrote to its self-pipe (uv_signal_t's
   // caught_signals, a field of the public struct): the handler drops one
   // silently when the pipe is full. Read after run() returned.
@@ -348,21 +353,22 @@ void with_receiver(Context& ctx, Method method, int signo, Sink& sink, std::uint
   } catch (const std::invalid_argument& e) {
     throw SkipScenario(e.what());  // e.g. a thread of the process leaves the signal open
   }
-  std::thread thread([&] {
-    ctx.pin_thread(1);
-    receiver->run();
-  });
-  receiver->wait_ready();
+  // Receiver::stop() may be called from any thread, any number of times.
+  PeerThread thread(
+      [&] {
+        ctx.pin_thread(1);
+        receiver->run();
+      },
+      [&] { receiver->stop(); });
+  const Deadline deadline(ctx.wait_deadline_ns());
+  ctx.phase("waiting for the receiver thread to be ready");
+  receiver->wait_ready(deadline);
   ctx.pin_thread(0);
-  try {
-    body();
-  } catch (...) {
-    receiver->stop();
-    thread.join();
-    throw;
-  }
+  ctx.phase("sending");
+  body();
   receiver->stop();
-  thread.join();
+  ctx.phase("waiting for the receiver thread to end");
+  thread.join(deadline, "the receiver thread to end");
   if (caught != nullptr) *caught = receiver->caught();
 }
 
@@ -400,32 +406,35 @@ void run_latency(Context& ctx, Method method, std::uint32_t spin = 0) {
   SignalStateGuard guard(signo);
   Sink sink;
   sink.latencies.reserve(ctx.samples());
-  std::size_t sent = 0, timeouts = 0;
+  std::size_t sent = 0;
   with_receiver(ctx, method, signo, sink, spin, [&] {
     const pid_t self = ::getpid();
+    // The wait for the receiver's user code stays std::atomic::wait (its
+    // spin, then FUTEX_WAIT, is part of what the row measures); a signal
+    // that never reaches user code is ended by the rescuer past the
+    // deadline, and the row fails with the signal's number.
+    Rescuer rescuer(Deadline(ctx.wait_deadline_ns()), [&] {
+      sink.rescued.store(true, std::memory_order_release);
+      sink.acked.fetch_add(1, std::memory_order_acq_rel);
+      sink.acked.notify_all();
+    });
     while (ctx.keep_going(sent)) {
       const uint32_t before = sink.acked.load(std::memory_order_acquire);
       sink.send_time.store(monotonic_ns(), std::memory_order_release);
       ::kill(self, signo);
       ++sent;
-      // Wait for the receiver's user code (bounded: a lost signal must not
-      // hang the lab).
-      const uint64_t limit = monotonic_ns() + 1000000000ull;
-      uint32_t now;
-      while ((now = sink.acked.load(std::memory_order_acquire)) == before) {
-        if (monotonic_ns() > limit) {
-          ++timeouts;
-          break;
-        }
+      while (sink.acked.load(std::memory_order_acquire) == before)
         sink.acked.wait(before, std::memory_order_acquire);
-      }
+      if (sink.rescued.load(std::memory_order_acquire))
+        throw WaitTimedOut("timed out waiting for signal " + std::to_string(sent) +
+                           " to reach the receiver's user code (lost, or a receiver that "
+                           "stopped)");
     }
   });
   record_latencies(ctx, sink);
   ctx.counter("sent", static_cast<double>(sent));
   ctx.counter("delivered", static_cast<double>(sink.delivered.load()));
   ctx.counter("coalesced", static_cast<double>(sink.merged.load()));
-  if (timeouts != 0) ctx.counter("timeouts", static_cast<double>(timeouts));
 }
 
 // ---------------------------------------------------------------- throughput
@@ -511,6 +520,11 @@ class KernelMergeTrace {
           return;
         }
         s.instance.emplace("flood");
+        // Removed when the scenario's process ends (it ends with _exit).
+        register_scenario_process_exit([] {
+          session().instance.reset();
+          session().formats.reset();
+        });
         s.instance->tracing_off();
         // One event per send, ~56 bytes, all on the sender's CPU: 4 MiB
         // holds a default-suite flood (16,384 sends) several times over.

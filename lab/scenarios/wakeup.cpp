@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 
 #include "doorbell/bell.h"
 #include "doorbell/ring.h"
+#include "lab/common/deadline.h"
 #include "lab/common/signal_scope.h"
 #include "lab/common/time.h"
 #include "lab/harness/scenario.h"
@@ -40,15 +42,29 @@ struct Control {
 
 // --- round trip -------------------------------------------------------------------
 
-void rtt_measure(Context& ctx, Channel& forward, Channel& back, Control& control) {
+// A round trip answered only because the rescuer woke this side: the row
+// fails with the round it was in.
+void check_rescued(const Rescuer& rescuer, std::size_t round) {
+  if (rescuer.fired())
+    throw WaitTimedOut("timed out waiting for the answer to round trip " +
+                       std::to_string(round + 1) +
+                       " (a lost wake-up, or a peer that stopped; both sides were woken "
+                       "by the rescuer)");
+}
+
+void rtt_measure(Context& ctx, Channel& forward, Channel& back, Control& control,
+                 const Rescuer& rescuer) {
   const IntervalClock& clock = IntervalClock::get();
   Histogram& h = ctx.metric();
+  ctx.phase("round trips (warming the path)");
   // Warm the path: 64 round trips or a tenth of the budget, whichever first.
   const uint64_t warm_until = monotonic_ns() + static_cast<uint64_t>(ctx.budget_s() * 1e8);
   for (int i = 0; i < 64 && monotonic_ns() < warm_until; ++i) {
     forward.send();
     back.recv();
+    check_rescued(rescuer, 0);
   }
+  ctx.phase("round trips");
   std::size_t n = 0;
   // At least 8 samples even on a machine too loaded for the budget.
   while (n < 8 || (ctx.keep_going(n) && ctx.time_left())) {
@@ -56,6 +72,7 @@ void rtt_measure(Context& ctx, Channel& forward, Channel& back, Control& control
     forward.send();
     back.recv();
     const uint64_t t1 = clock.read();
+    check_rescued(rescuer, n);
     h.record(clock.to_ns(t1 - t0));
     ++n;
   }
@@ -72,30 +89,53 @@ void rtt_peer(Channel& forward, Channel& back, Control& control) {
   }
 }
 
-void run_rtt_threads(Context& ctx, const std::string& method) {
+// Tells the peer to return: the stop flag, then a notification it cannot
+// miss in either direction.
+auto stopper(Control& control, Channel& forward, Channel& back) {
+  return [&control, &forward, &back] {
+    control.stop.store(1, std::memory_order_release);
+    forward.rescue();
+    back.rescue();
+  };
+}
+
+}  // namespace
+
+void wakeup::run_rtt_threads(Context& ctx, const std::string& method, const ChannelMaker& make) {
   AffinityGuard affinity;
   wakeup::MethodEnvironment env(method);
   wakeup::SharedArena arena(4096);
-  auto forward = wakeup::make_channel(method, Where::threads, 0, arena);
-  auto back = wakeup::make_channel(method, Where::threads, 1, arena);
+  auto forward = make(0, arena);
+  auto back = make(1, arena);
   Control control;
   back->attach_receiver();
   back->set_target(::getpid(), sys::current_tid());
   std::atomic<int> ready{0};
-  std::thread peer([&] {
-    ctx.pin_thread(1);
-    forward->attach_receiver();
-    forward->set_target(::getpid(), sys::current_tid());
-    ready.store(1, std::memory_order_release);
-    rtt_peer(*forward, *back, control);
-  });
-  while (!ready.load(std::memory_order_acquire)) std::this_thread::yield();
+  const Deadline deadline(ctx.wait_deadline_ns());
+  PeerThread peer(
+      [&] {
+        ctx.pin_thread(1);
+        forward->attach_receiver();
+        forward->set_target(::getpid(), sys::current_tid());
+        ready.store(1, std::memory_order_release);
+        rtt_peer(*forward, *back, control);
+      },
+      stopper(control, *forward, *back));
+  // Wakes both sides of a round trip that lost its wake-up (or a peer that
+  // stopped answering) once the deadline has passed.
+  Rescuer rescuer(deadline, stopper(control, *forward, *back));
+  ctx.phase("waiting for the peer thread to be ready");
+  wait_until(deadline, "the peer thread to be ready",
+             [&] { return ready.load(std::memory_order_acquire) != 0; });
   // Pinned after the peer pinned itself: a thread inherits its creator's
   // affinity, and role 1 must choose from all allowed CPUs.
   ctx.pin_thread(0);
-  rtt_measure(ctx, *forward, *back, control);
-  peer.join();
+  rtt_measure(ctx, *forward, *back, control, rescuer);
+  ctx.phase("waiting for the peer thread to end");
+  peer.join(deadline, "the peer thread to end");
 }
+
+namespace {
 
 void run_rtt_processes(Context& ctx, const std::string& method) {
   AffinityGuard affinity;
@@ -109,22 +149,32 @@ void run_rtt_processes(Context& ctx, const std::string& method) {
   ctx.pin_thread(0);
   back->attach_receiver();
   back->set_target(::getpid(), ::getpid());
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) sys::throw_errno("fork");
   if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     pin_to_cpu(cpu);
     forward->attach_receiver();
     ready->store(1, std::memory_order_release);
     rtt_peer(*forward, *back, *control);
     ::_exit(0);
   }
+  ChildGuard guard(child);
   forward->set_target(child, child);
-  while (!ready->load(std::memory_order_acquire)) std::this_thread::yield();
-  rtt_measure(ctx, *forward, *back, *control);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  const Deadline deadline(ctx.wait_deadline_ns());
+  {
+    Rescuer rescuer(deadline, stopper(*control, *forward, *back));
+    ctx.phase("waiting for the peer process to be ready");
+    wait_until(deadline, "the peer process to be ready",
+               [&] { return ready->load(std::memory_order_acquire) != 0; });
+    rtt_measure(ctx, *forward, *back, *control, rescuer);
+    ctx.phase("waiting for the peer process to end");
+    const int status = reap_child(child, deadline, "the peer process to end");
+    guard.release();
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ctx.note("peer process failed");
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ctx.note("peer process failed");
 }
 
 // --- one-way throughput -------------------------------------------------------------
@@ -135,43 +185,67 @@ constexpr uint64_t kRoundSends = 256;
 // after raising round_flag; the receiver counts every recv() that returns
 // and acknowledges the round once it sees the flag. One sample = the
 // round's time / kRoundSends, from the first send to the acknowledgement.
-void run_throughput_threads(Context& ctx, const std::string& method) {
+}  // namespace
+
+void wakeup::run_throughput_threads(Context& ctx, const std::string& method,
+                                    const ChannelMaker& make) {
   AffinityGuard affinity;
   wakeup::MethodEnvironment env(method);
   wakeup::SharedArena arena(4096);
-  auto channel = wakeup::make_channel(method, Where::threads, 0, arena);
+  auto channel = make(0, arena);
   Control control;
   std::atomic<int> ready{0};
-  std::thread receiver([&] {
-    ctx.pin_thread(1);
-    channel->attach_receiver();
-    channel->set_target(::getpid(), sys::current_tid());
-    ready.store(1, std::memory_order_release);
-    uint64_t delivered = 0;
-    for (;;) {
-      channel->recv();
-      ++delivered;
-      control.delivered.store(delivered, std::memory_order_relaxed);
-      const uint64_t flag = control.round_flag.load(std::memory_order_acquire);
-      if (flag != control.acked.load(std::memory_order_relaxed))
-        control.acked.store(flag, std::memory_order_release);
-      if (control.stop.load(std::memory_order_acquire)) return;
-    }
-  });
-  while (!ready.load(std::memory_order_acquire)) std::this_thread::yield();
+  auto stop = [&] {
+    control.stop.store(1, std::memory_order_release);
+    channel->rescue();
+  };
+  PeerThread receiver(
+      [&] {
+        ctx.pin_thread(1);
+        channel->attach_receiver();
+        channel->set_target(::getpid(), sys::current_tid());
+        ready.store(1, std::memory_order_release);
+        uint64_t delivered = 0;
+        for (;;) {
+          channel->recv();
+          ++delivered;
+          control.delivered.store(delivered, std::memory_order_relaxed);
+          const uint64_t flag = control.round_flag.load(std::memory_order_acquire);
+          if (flag != control.acked.load(std::memory_order_relaxed))
+            control.acked.store(flag, std::memory_order_release);
+          if (control.stop.load(std::memory_order_acquire)) return;
+        }
+      },
+      stop);
+  const Deadline deadline(ctx.wait_deadline_ns());
+  ctx.phase("waiting for the receiver thread to be ready");
+  wait_until(deadline, "the receiver thread to be ready",
+             [&] { return ready.load(std::memory_order_acquire) != 0; });
   ctx.pin_thread(0);  // after the peer: see run_rtt_threads
   const IntervalClock& clock = IntervalClock::get();
   Histogram& h = ctx.metric();
   std::size_t n = 0;
   uint64_t sent = 0;
   const uint64_t start_ns = monotonic_ns();
+  ctx.phase("rounds of 256 sends, each waiting for the receiver's acknowledgement");
   while (n < 4 || (ctx.keep_going(n) && ctx.time_left())) {
     const uint64_t round = n + 1;
     const uint64_t t0 = clock.read();
     for (uint64_t i = 0; i + 1 < kRoundSends; ++i) channel->send();
     control.round_flag.store(round, std::memory_order_release);
     channel->send();
-    while (control.acked.load(std::memory_order_acquire) != round) std::this_thread::yield();
+    // The receiver acknowledges once it has seen the flag after a receive:
+    // a round whose last send it slept through (a lost wake-up) is never
+    // acknowledged, and this wait says so.
+    try {
+      wait_until(deadline, "the receiver's acknowledgement",
+                 [&] { return control.acked.load(std::memory_order_acquire) == round; });
+    } catch (const WaitTimedOut&) {
+      throw WaitTimedOut("timed out waiting for the receiver's acknowledgement of round " +
+                         std::to_string(round) +
+                         ": the round's last send went unanswered (a lost wake-up, or a "
+                         "receiver that stopped)");
+    }
     const uint64_t t1 = clock.read();
     sent += kRoundSends;
     h.record(clock.to_ns(t1 - t0) / kRoundSends);
@@ -181,12 +255,25 @@ void run_throughput_threads(Context& ctx, const std::string& method) {
   const uint64_t delivered = control.delivered.load();
   control.stop.store(1, std::memory_order_release);
   channel->send();
-  receiver.join();
+  ctx.phase("waiting for the receiver thread to end");
+  {
+    // A lost wake-up of the stop message is rescued too.
+    Rescuer rescuer(deadline, stop);
+    receiver.join(deadline, "the receiver thread to end");
+  }
   ctx.counter("sent", static_cast<double>(sent));
   ctx.counter("delivered", static_cast<double>(delivered));
   ctx.counter("coalesced", static_cast<double>(sent - delivered));
   ctx.counter("ops_per_s", static_cast<double>(delivered) / elapsed_s);
   ctx.counter("sends_per_s", static_cast<double>(sent) / elapsed_s);
+}
+
+namespace {
+
+wakeup::ChannelMaker threads_of(const std::string& method) {
+  return [method](int direction, wakeup::SharedArena& arena) {
+    return wakeup::make_channel(method, Where::threads, direction, arena);
+  };
 }
 
 // --- no-waiter cost ---------------------------------------------------------------
@@ -241,9 +328,12 @@ void run_data(Context& ctx, bool use_ring) {
   ScopedDrain drain(signo);
   const int cpu = ctx.cpu_for_role(1);
   ctx.pin_thread(0);
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) sys::throw_errno("fork");
   if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     pin_to_cpu(cpu);
     Ring ring = Ring::attach(ring_memory, ring_bytes);
     shared->ready.store(1, std::memory_order_release);
@@ -274,18 +364,26 @@ void run_data(Context& ctx, bool use_ring) {
       if (got % kDataRound == 0) shared->ack.ring();
     }
   }
+  ChildGuard guard(child);
   Ring ring = Ring::attach(ring_memory, ring_bytes);
-  while (!shared->ready.load(std::memory_order_acquire)) std::this_thread::yield();
+  const Deadline deadline(ctx.wait_deadline_ns());
+  ctx.phase("waiting for the receiving process to be ready");
+  wait_until(deadline, "the receiving process to be ready",
+             [&] { return shared->ready.load(std::memory_order_acquire) != 0; });
   const IntervalClock& clock = IntervalClock::get();
   Histogram& h = ctx.metric();
   std::size_t n = 0;
   uint64_t seq = 0, full = 0, eagain = 0;
   const uint64_t start_ns = monotonic_ns();
+  // Retries (a full ring, a full signal queue) are counted, and bounded: a
+  // receiver that stopped taking leaves them failing forever.
   auto send = [&](uint64_t value) {
     if (use_ring) {
       uint64_t message[2] = {value, monotonic_ns()};
       while (ring.try_push(message, sizeof message) == Ring::Status::full) {
         ++full;
+        if ((full & 63) == 0 && deadline.passed())
+          deadline.fail("room in the ring (the receiving process stopped taking)");
         std::this_thread::yield();
       }
     } else {
@@ -294,28 +392,34 @@ void run_data(Context& ctx, bool use_ring) {
       while (::sigqueue(child, signo, v) != 0) {
         if (errno != EAGAIN) sys::fatal("sigqueue", errno);
         ++eagain;  // RLIMIT_SIGPENDING or the queue is full: counted, retried
+        if ((eagain & 63) == 0 && deadline.passed())
+          deadline.fail("room in the signal queue (the receiving process stopped taking)");
         std::this_thread::yield();
       }
     }
   };
-  bool ok = true;
-  while (ok && ctx.keep_going(n) && ctx.time_left()) {
+  ctx.phase("rounds of 64 messages, each waiting for the receiver's acknowledgement");
+  while (ctx.keep_going(n) && ctx.time_left()) {
     const uint64_t t0 = clock.read();
     for (uint64_t i = 0; i < kDataRound; ++i) send(seq++);
-    while (shared->received.load(std::memory_order_acquire) < seq)
-      if (!shared->ack.wait_for(std::chrono::seconds(10)) && shared->received.load() < seq) {
-        ok = false;
-        break;
-      }
+    while (shared->received.load(std::memory_order_acquire) < seq) {
+      if (deadline.passed())
+        throw WaitTimedOut(
+            "timed out waiting for the receiving process to acknowledge "
+            "message " +
+            std::to_string(seq) + " (it received " + std::to_string(shared->received.load()) + ")");
+      (void)shared->ack.wait_for(std::chrono::nanoseconds(deadline.left_ns()));
+    }
     const uint64_t t1 = clock.read();
     h.record(clock.to_ns(t1 - t0) / kDataRound);
     ++n;
   }
   const double elapsed_s = static_cast<double>(monotonic_ns() - start_ns) / 1e9;
+  ctx.phase("waiting for the receiving process to end");
   send(UINT64_MAX);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = reap_child(child, deadline, "the receiving process to end");
+  guard.release();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ctx.note("receiving process failed");
   const uint64_t received = shared->received.load();
   ctx.counter("sent", static_cast<double>(seq));
   ctx.counter("delivered", static_cast<double>(received));
@@ -332,7 +436,6 @@ void run_data(Context& ctx, bool use_ring) {
   } else {
     ctx.counter("eagain_retries", static_cast<double>(eagain));
   }
-  if (!ok) ctx.note("receiver stopped answering");
 }
 
 // --- registration -----------------------------------------------------------------
@@ -367,7 +470,7 @@ std::vector<Scenario> wakeup_scenarios() {
       s.samples = 20000;
       s.in_default_suite = pin == Pinning::other_core || default_same_core(info.name);
       const std::string method = info.name;
-      s.run = [method](Context& ctx) { run_rtt_threads(ctx, method); };
+      s.run = [method](Context& ctx) { wakeup::run_rtt_threads(ctx, method, threads_of(method)); };
       out.push_back(std::move(s));
     }
     Scenario t;
@@ -385,7 +488,9 @@ std::vector<Scenario> wakeup_scenarios() {
     t.budget_s = 0.02;
     t.samples = 2000;
     const std::string method = info.name;
-    t.run = [method](Context& ctx) { run_throughput_threads(ctx, method); };
+    t.run = [method](Context& ctx) {
+      wakeup::run_throughput_threads(ctx, method, threads_of(method));
+    };
     out.push_back(std::move(t));
   }
   for (const auto& info : wakeup::methods()) {

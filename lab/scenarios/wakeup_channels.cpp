@@ -13,6 +13,7 @@
 #include <atomic>
 #include <boost/atomic/ipc_atomic.hpp>
 #include <cerrno>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -53,7 +54,8 @@ int signal_of(int direction) {
   return direction == 0 ? SIGUSR1 : SIGUSR2;
 }
 
-// --- fds ----------------------------------------------------------------------
+// --- fds
+// ----------------------------------------------------------------------
 
 class EventfdChannel : public Channel {
  public:
@@ -71,6 +73,10 @@ class EventfdChannel : public Channel {
   void send() override {
     const uint64_t one = 1;
     write_all(fd_.get(), &one, sizeof one, "eventfd write");
+  }
+  void rescue() override {
+    const uint64_t one = 1;
+    (void)!::write(fd_.get(), &one, sizeof one);
   }
   void recv() override {
     uint64_t value;
@@ -100,6 +106,7 @@ class PipeChannel : public Channel {
     w_.reset(fds[1]);
   }
   void send() override { write_all(w_.get(), "x", 1, "pipe write"); }
+  void rescue() override { (void)!::write(w_.get(), "x", 1); }
   void recv() override {
     char c;
     read_some(r_.get(), &c, 1, "pipe read");
@@ -109,7 +116,8 @@ class PipeChannel : public Channel {
   sys::UniqueFd r_, w_;
 };
 
-// --- words ----------------------------------------------------------------------
+// --- words
+// ----------------------------------------------------------------------
 
 // The textbook futex flag: send stores 1 and always calls FUTEX_WAKE; recv
 // takes the flag or sleeps on it.
@@ -119,6 +127,10 @@ class FutexChannel : public Channel {
   void send() override {
     word_->store(1, std::memory_order_release);
     sys::futex_wake(reinterpret_cast<uint32_t*>(word_), 1, scope_);
+  }
+  void rescue() override {
+    word_->store(1, std::memory_order_seq_cst);
+    sys::futex_wake(reinterpret_cast<uint32_t*>(word_), INT_MAX, scope_);
   }
   void recv() override {
     while (word_->exchange(0, std::memory_order_acquire) == 0)
@@ -135,6 +147,7 @@ class BellChannel : public Channel {
   BellChannel(Bell* bell, uint32_t spin) : bell_(bell), spin_{spin} {}
   void send() override { bell_->ring(); }
   void recv() override { bell_->wait(spin_); }
+  void rescue() override { bell_->ring(); }
 
  private:
   Bell* bell_;
@@ -145,6 +158,7 @@ class BusyPollChannel : public Channel {
  public:
   explicit BusyPollChannel(std::atomic<uint32_t>* word) : word_(word) {}
   void send() override { word_->store(1, std::memory_order_release); }
+  void rescue() override { word_->store(1, std::memory_order_release); }
   void recv() override {
     for (uint32_t spins = 1;; ++spins) {
       if (word_->load(std::memory_order_relaxed) != 0 &&
@@ -170,6 +184,13 @@ class CondvarChannel : public Channel {
     }
     cv_.notify_one();
   }
+  void rescue() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      flag_ = true;
+    }
+    cv_.notify_all();
+  }
   void recv() override {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [this] { return flag_; });
@@ -182,11 +203,26 @@ class CondvarChannel : public Channel {
   bool flag_ = false;
 };
 
+// std::atomic::wait as users call it, with the one change libstdc++ 12
+// needs: a seq_cst store before notify_one(). By the standard a release
+// store is enough ([atomics.wait]: a store that happens before the notify
+// makes the blocked waiter eligible), but libstdc++ 12's notify_one() reads
+// its waiter count with a plain load and skips FUTEX_WAKE when it reads 0;
+// x86 lets that load pass a release store (the store-buffer pattern), so the
+// notifier can miss a waiter that is already counted and asleep on the old
+// value. This row hung the main job that way (10 minutes, until a debugger
+// interrupted the futex wait): 31 hangs in 2.2 M rounds with the release
+// store, none in 1.5 M with the seq_cst store (its xchg is a full barrier).
+// The same class was fixed in libc++ (llvm-project #109290) and musl.
 class AtomicWaitChannel : public Channel {
  public:
   void send() override {
-    word_.store(1, std::memory_order_release);
+    word_.store(1, std::memory_order_seq_cst);
     word_.notify_one();
+  }
+  void rescue() override {
+    word_.store(1, std::memory_order_seq_cst);
+    word_.notify_all();
   }
   void recv() override {
     while (word_.exchange(0, std::memory_order_acquire) == 0) word_.wait(0);
@@ -204,9 +240,20 @@ class SemaphoreChannel : public Channel {
   void send() override {
     if (!posted_.exchange(true, std::memory_order_acq_rel)) sem_.release();
   }
+  // With the flag cleared by an RMW (below), a send() that comes after the
+  // receiver cleared it always releases: one more send wakes it.
+  void rescue() override { send(); }
   void recv() override {
     sem_.acquire();
-    posted_.store(false, std::memory_order_release);
+    // An RMW, not a plain store: the receiver then loads round_flag, while
+    // the sender stores round_flag and then exchanges this flag. With a
+    // plain store, x86 lets the receiver's load of round_flag pass its store
+    // here (the store-buffer pattern): the sender reads the flag still set
+    // and does not release, the receiver missed round_flag and sleeps, and
+    // the round's last send is absorbed and never acknowledged (7 hangs in
+    // 30 runs of the row alone). exchange is a locked instruction, a full
+    // barrier on x86, and acq_rel orders it with both sides in the C++ model.
+    posted_.exchange(false, std::memory_order_acq_rel);
   }
 
  private:
@@ -221,6 +268,10 @@ class IpcAtomicChannel : public Channel {
   void send() override {
     word_->store(1, boost::memory_order_release);
     word_->notify_one();
+  }
+  void rescue() override {
+    word_->store(1, boost::memory_order_seq_cst);
+    word_->notify_all();
   }
   void recv() override {
     while (word_->exchange(0, boost::memory_order_acquire) == 0) word_->wait(0);
@@ -239,6 +290,7 @@ class NotifierLoopChannel : public Channel {
                [this](uint32_t) { got_ = notifier_.consume(true) || got_; });
   }
   void send() override { notifier_.notify(); }
+  void rescue() override { notifier_.notify(); }
   void recv() override {
     for (;;) {
       if (!notifier_.arm()) {
@@ -257,7 +309,8 @@ class NotifierLoopChannel : public Channel {
   bool got_ = false;
 };
 
-// --- signals --------------------------------------------------------------------
+// --- signals
+// --------------------------------------------------------------------
 
 volatile sig_atomic_t g_handled[2];
 void on_signal(int signo) {
@@ -294,6 +347,12 @@ class SignalChannel : public Channel {
       sys::fatal("signal send", errno);
     }
   }
+  void rescue() override {
+    if (where_ == Where::threads)
+      (void)sys::tgkill(pid_, tid_, signo_);
+    else
+      (void)::kill(pid_, signo_);
+  }
   void recv() override {
     switch (how_) {
       case Receive::handler:
@@ -327,7 +386,8 @@ class SignalChannel : public Channel {
   sigset_t suspend_mask_;
 };
 
-// --- io_uring -------------------------------------------------------------------
+// --- io_uring
+// -------------------------------------------------------------------
 
 // IORING_OP_MSG_RING: the sender posts a completion straight into the
 // receiver's ring. Each direction owns one ring (the receiver's); the
@@ -339,6 +399,12 @@ class MsgRingChannel : public Channel {
       throw SkipScenario("io_uring_queue_init: " + std::string(strerror(-rc)));
     if (int rc = io_uring_queue_init(8, &send_ring_, 0); rc < 0) {
       io_uring_queue_exit(&recv_ring_);
+      throw SkipScenario("io_uring_queue_init: " + std::string(strerror(-rc)));
+    }
+    // rescue() submits from a thread of its own: a ring of its own.
+    if (int rc = io_uring_queue_init(8, &rescue_ring_, 0); rc < 0) {
+      io_uring_queue_exit(&recv_ring_);
+      io_uring_queue_exit(&send_ring_);
       throw SkipScenario("io_uring_queue_init: " + std::string(strerror(-rc)));
     }
     // Probe: one message to ourselves, to turn "not allowed here" into a
@@ -354,6 +420,7 @@ class MsgRingChannel : public Channel {
     if (res < 0) {
       io_uring_queue_exit(&recv_ring_);
       io_uring_queue_exit(&send_ring_);
+      io_uring_queue_exit(&rescue_ring_);
       throw SkipScenario("IORING_OP_MSG_RING refused: " + std::string(strerror(-res)));
     }
     recv();
@@ -361,6 +428,15 @@ class MsgRingChannel : public Channel {
   ~MsgRingChannel() override {
     io_uring_queue_exit(&recv_ring_);
     io_uring_queue_exit(&send_ring_);
+    io_uring_queue_exit(&rescue_ring_);
+  }
+  void rescue() override {
+    std::lock_guard<std::mutex> lock(rescue_mutex_);
+    io_uring_sqe* sqe = io_uring_get_sqe(&rescue_ring_);
+    if (sqe == nullptr) return;
+    io_uring_prep_msg_ring(sqe, recv_ring_.ring_fd, 0, 1, 0);
+    io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
+    (void)io_uring_submit(&rescue_ring_);
   }
   void send() override {
     io_uring_sqe* sqe = io_uring_get_sqe(&send_ring_);
@@ -385,7 +461,8 @@ class MsgRingChannel : public Channel {
   }
 
  private:
-  io_uring recv_ring_{}, send_ring_{};
+  io_uring recv_ring_{}, send_ring_{}, rescue_ring_{};
+  std::mutex rescue_mutex_;
 };
 
 }  // namespace
@@ -416,8 +493,11 @@ const std::vector<MethodInfo>& methods() {
       {"pipe", "pipe, 1 byte", true, true},
       {"futex", "raw futex (store + FUTEX_WAKE always)", true, true},
       {"condvar", "std::condition_variable", true, false},
-      {"atomic_wait", "std::atomic::wait/notify_one (libstdc++ spins, yields, then sleeps)", true,
-       false},
+      {"atomic_wait",
+       "std::atomic::wait/notify_one, seq_cst store before the notify "
+       "(libstdc++ 12 loses "
+       "wake-ups after a release store; it spins, yields, then sleeps)",
+       true, false},
       {"binary_semaphore", "std::binary_semaphore (on atomic::wait: spins first)", true, false},
       {"bell", "Bell, no spin", true, true},
       {"bell_spin", "Bell, spin 4000 pauses", true, true},

@@ -9,12 +9,17 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "lab/common/signal_scope.h"
+
+namespace doorbell::lab {
+class Context;
+}
 
 namespace doorbell::lab::wakeup {
 
@@ -27,6 +32,12 @@ class Channel {
   virtual void set_target(pid_t /*pid*/, pid_t /*tid*/) {}
   virtual void send() = 0;
   virtual void recv() = 0;
+  // Wakes a receiver asleep in recv() whatever state the channel is in (one
+  // more notification, every sleeper woken where the mechanism can), from
+  // any thread, concurrently with send() and recv(). For the bounded waits
+  // of a failing row (lab/common/deadline.h's Rescuer): recv() itself stays
+  // untimed, as users call it. Never fails: a peer that is gone is fine.
+  virtual void rescue() = 0;
 };
 
 enum class Where { threads, processes };
@@ -70,5 +81,13 @@ struct MethodInfo {
   bool processes;    // available across processes
 };
 const std::vector<MethodInfo>& methods();
+
+// The bodies of the wakeup/rtt (threads) and wakeup/throughput rows, for a
+// test that brings a channel of its own (one that loses a wake-up on
+// purpose): `make` makes one direction (0 forward, 1 back); `method` names
+// the process-wide set-up (MethodEnvironment) it needs.
+using ChannelMaker = std::function<std::unique_ptr<Channel>(int direction, SharedArena& arena)>;
+void run_rtt_threads(Context& ctx, const std::string& method, const ChannelMaker& make);
+void run_throughput_threads(Context& ctx, const std::string& method, const ChannelMaker& make);
 
 }  // namespace doorbell::lab::wakeup

@@ -1,0 +1,342 @@
+// The runner's watchdog: a scenario that never returns is stopped, reported
+// failed with its name, its phase and how long it ran, and the run goes on;
+// nothing it started is left behind.
+//
+// The run itself happens in a forked child of the test with a deadline of its
+// own, so that where the runner has no watchdog this test fails (the run did
+// not finish) instead of hanging until ctest's limit.
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "lab/common/deadline.h"
+#include "lab/harness/results.h"
+#include "lab/harness/runner.h"
+
+namespace doorbell::lab {
+namespace {
+
+using nlohmann::json;
+
+// What the hanging scenario started, in memory shared with the test (mapped
+// before any fork).
+struct Started {
+  std::atomic<pid_t> grandchild{0};
+  std::atomic<int> hangs{0};
+};
+Started* started() {
+  static Started* s = [] {
+    void* p =
+        ::mmap(nullptr, sizeof(Started), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) std::abort();
+    return new (p) Started();
+  }();
+  return s;
+}
+// Mapped now, before the test forks, so that every process of the run shares it.
+Started* const kStartedAtLoad = started();
+
+void sleep_on_futex_forever() {
+  static uint32_t word = 0;
+  for (;;) ::syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
+}
+
+// Test-only registrations: never in a suite (in_default_suite false, and the
+// lab's binary does not link this file).
+const Registrar kWatchdogScenarios{std::vector<Scenario>{
+    {.name = "watchdogtest/hangs_forever",
+     .group = "watchdogtest",
+     .title = "blocks forever on purpose",
+     .budget_s = 0.05,
+     .samples = 10,
+     .in_default_suite = false,
+     .run =
+         [](Context& ctx) {
+           // The warm-up completes; the first measured repetition hangs, with
+           // a helper thread and a grandchild process asleep beside it.
+           if (ctx.warmup()) {
+             ctx.metric().record(1.0);
+             return;
+           }
+           started()->hangs.fetch_add(1);
+           const pid_t grandchild = ::fork();
+           if (grandchild == 0) {
+             for (;;) ::pause();
+           }
+           started()->grandchild.store(grandchild);
+           std::thread(sleep_on_futex_forever).detach();
+           sleep_on_futex_forever();
+         }},
+    {.name = "watchdogtest/aborts",
+     .group = "watchdogtest",
+     .title = "dies in its second repetition",
+     .budget_s = 0.01,
+     .samples = 5,
+     .in_default_suite = false,
+     .run =
+         [](Context& ctx) {
+           ctx.metric().record(1.0);
+           if (ctx.repetition() == 1) {
+             ctx.phase("about to abort");
+             std::abort();
+           }
+         }},
+    {.name = "watchdogtest/gives_up",
+     .group = "watchdogtest",
+     .title = "a bounded wait that times out",
+     .budget_s = 0.01,
+     .samples = 5,
+     .in_default_suite = false,
+     .run =
+         [](Context& ctx) {
+           ctx.metric().record(1.0);
+           std::atomic<bool> never{false};
+           wait_until(Deadline(ctx.wait_deadline_ns()), "an answer that never comes",
+                      [&] { return never.load(); });
+         }},
+    {.name = "watchdogtest/stalls",
+     .group = "watchdogtest",
+     .title = "one sample longer than the budget",
+     .budget_s = 0.01,
+     .samples = 5,
+     .in_default_suite = false,
+     .run =
+         [](Context& ctx) {
+           ctx.metric().record(1000.0);
+           if (ctx.repetition() == 0) ctx.metric().record(0.5e9);  // 50x the budget
+         }},
+    {.name = "watchdogtest/after",
+     .group = "watchdogtest",
+     .title = "runs after the hang",
+     .budget_s = 0.01,
+     .samples = 5,
+     .in_default_suite = false,
+     .run =
+         [](Context& ctx) {
+           std::size_t n = 0;
+           while (ctx.keep_going(n)) {
+             ctx.metric().record(2.0);
+             ++n;
+           }
+         }},
+}};
+
+std::size_t entries_in(const std::string& dir) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;
+}
+
+// The children of every thread of this process, as /proc lists them.
+std::string children_of_self() {
+  std::string all;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::ifstream in(it->path() / "children");
+    std::string line;
+    std::getline(in, line);
+    all += line;
+  }
+  return all;
+}
+
+// Runs `options` in a forked child; returns what it reported (the results
+// and what it saw of itself afterwards), or a null json when the run did
+// not finish within `deadline`.
+json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std::string* why) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    *why = std::string("pipe2: ") + std::strerror(errno);
+    return nullptr;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    // A sanitizer's runtime (TSan) starts a thread of its own with the
+    // process's first thread: start it now, so that it is in the baseline.
+    std::thread([] {}).join();
+    const std::size_t threads_before = entries_in("/proc/self/task");
+    const RunResults results = run_scenarios(options, select_scenarios(options));
+    json report;
+    for (const auto& s : results.scenarios)
+      report["scenarios"].push_back(
+          {{"name", s.scenario->name},
+           {"status", s.status == ScenarioResult::Status::ok       ? "ok"
+                      : s.status == ScenarioResult::Status::failed ? "failed"
+                                                                   : "skipped"},
+           {"reason", s.reason},
+           {"wall_s", s.wall_s},
+           {"kind", s.failure.kind},
+           {"phase", s.failure.phase},
+           {"warnings", s.warnings},
+           {"counters", s.counters}});
+    report["json"] = to_json(results, "test");
+    std::ostringstream table;
+    print_table(results, table);
+    report["table"] = table.str();
+    report["threads"] = entries_in("/proc/self/task");
+    report["threads_before"] = threads_before;
+    report["children"] = children_of_self();
+    const std::string text = report.dump();
+    const char* p = text.data();
+    std::size_t left = text.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fds[1], p, left);
+      if (n <= 0) ::_exit(3);
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  bool finished = false;
+  while (std::chrono::steady_clock::now() < until) {
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int rc = ::poll(&pfd, 1, 100);
+    if (rc < 0 && errno != EINTR) break;
+    if (rc <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      finished = true;
+      break;
+    }
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  if (!finished) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!finished) {
+    *why = "the run did not finish in " + std::to_string(deadline.count()) + " s";
+    // What the hang left: the grandchild is ours to remove now.
+    if (const pid_t g = started()->grandchild.load(); g > 0) ::kill(g, SIGKILL);
+    return nullptr;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *why = "the run's process ended with status " + std::to_string(status);
+    return nullptr;
+  }
+  return json::parse(text);
+}
+
+bool gone_within(pid_t pid, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(Runner, HangingScenarioIsStoppedAndReported) {
+  RunOptions options;
+  options.filters = {"watchdogtest/hangs_forever", "watchdogtest/after"};
+  options.repetitions = 2;
+  options.progress = false;
+  options.scenario_timeout_s = 1.0;
+  std::string why;
+  const json report = run_in_child(options, std::chrono::seconds(60), &why);
+  ASSERT_FALSE(report.is_null()) << why;
+  EXPECT_EQ(started()->hangs.load(), 1);
+
+  ASSERT_EQ(report["scenarios"].size(), 2u) << report.dump(1);
+  const json& hung = report["scenarios"][0];
+  EXPECT_EQ(hung["name"], "watchdogtest/hangs_forever");
+  EXPECT_EQ(hung["status"], "failed");
+  const std::string reason = hung["reason"];
+  EXPECT_NE(reason.find("stopped by the watchdog"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("repetition 1 of 2"), std::string::npos) << reason;
+  EXPECT_NE(reason.find(" s"), std::string::npos) << reason;
+  // The run went on with the next scenario.
+  EXPECT_EQ(report["scenarios"][1]["name"], "watchdogtest/after");
+  EXPECT_EQ(report["scenarios"][1]["status"], "ok") << report["scenarios"][1]["reason"];
+
+  // Nothing left behind: no thread beside the runner's own, no child, and
+  // the grandchild the scenario forked is gone.
+  EXPECT_EQ(report["threads"], report["threads_before"]) << report.dump(1);
+  EXPECT_EQ(report["children"], "") << report.dump(1);
+  const pid_t grandchild = started()->grandchild.load();
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(gone_within(grandchild, std::chrono::seconds(5)))
+      << "the scenario's grandchild " << grandchild << " is still there";
+  if (::kill(grandchild, 0) == 0) ::kill(grandchild, SIGKILL);
+}
+
+// A scenario whose process dies (an abort), one whose bounded wait gives
+// up, and one with a stall: the first two fail with where they were, the
+// third is flagged (counter, warning in the table and the JSON), and each
+// row after them runs.
+TEST(Runner, DeathsTimeoutsAndStallsAreReportedWithWhereTheyHappened) {
+  RunOptions options;
+  options.filters = {"watchdogtest/aborts", "watchdogtest/gives_up", "watchdogtest/stalls",
+                     "watchdogtest/after"};
+  options.repetitions = 3;
+  options.progress = false;
+  options.scenario_timeout_s = 2.0;  // waits give up at 3/4 of it
+  std::string why;
+  const json report = run_in_child(options, std::chrono::seconds(60), &why);
+  ASSERT_FALSE(report.is_null()) << why;
+  ASSERT_EQ(report["scenarios"].size(), 4u) << report.dump(1);
+
+  const json& aborts = report["scenarios"][0];
+  EXPECT_EQ(aborts["status"], "failed");
+  EXPECT_EQ(aborts["kind"], "died");
+  EXPECT_EQ(aborts["phase"], "repetition 2 of 3 (about to abort)");
+  EXPECT_NE(aborts["reason"].get<std::string>().find("died of signal 6"), std::string::npos)
+      << aborts["reason"];
+
+  const json& gives_up = report["scenarios"][1];
+  EXPECT_EQ(gives_up["status"], "failed");
+  EXPECT_EQ(gives_up["kind"], "error");
+  EXPECT_EQ(gives_up["phase"], "warm-up");
+  EXPECT_EQ(gives_up["reason"], "timed out waiting for an answer that never comes");
+  EXPECT_GE(gives_up["wall_s"].get<double>(), 1.5 * 0.99);  // 3/4 of the 2 s limit
+
+  const json& stalls = report["scenarios"][2];
+  EXPECT_EQ(stalls["status"], "ok");
+  ASSERT_EQ(stalls["warnings"].size(), 1u) << stalls.dump(1);
+  EXPECT_NE(stalls["warnings"][0].get<std::string>().find("1 sample longer than the "
+                                                          "repetition's budget of 10.0 ms"),
+            std::string::npos)
+      << stalls["warnings"][0];
+  EXPECT_EQ(stalls["counters"]["samples_over_budget"], json::array({1.0, 0.0, 0.0}));
+  EXPECT_EQ(report["json"]["scenarios"][2]["warnings"], stalls["warnings"]);
+  EXPECT_EQ(report["json"]["scenarios"][0]["failure"]["kind"], "died");
+  const std::string table = report["table"];
+  EXPECT_NE(table.find("WARNING: 1 sample longer"), std::string::npos) << table;
+  EXPECT_NE(table.find("2 FAILED, 1 flagged"), std::string::npos) << table;
+
+  EXPECT_EQ(report["scenarios"][3]["status"], "ok");
+  EXPECT_EQ(report["threads"], report["threads_before"]);
+  EXPECT_EQ(report["children"], "");
+}
+
+}  // namespace
+}  // namespace doorbell::lab
