@@ -204,7 +204,7 @@ const CommandRegistrar kBench{
       cmd->add_option("--scenario-timeout", options->scenario_timeout_s,
                       "Hard limit of one repetition in seconds: a scenario past it is stopped "
                       "and reported failed (default 10 x its budget + 10 s)")
-          ->check(CLI::Range(0.001, 86400.0));
+          ->check(number_in(0.001, 86400.0));
       cmd->callback([options] { run_bench(*options); });
     }};
 
