@@ -314,9 +314,11 @@ TEST(InspectCli, ProcessExitingDuringWatchKeepsTheSamples) {
 
 // Threads that live about 2 ms each, one after another, from four creators
 // at once (issue 26, item 5): none of them is busy for half a window, so
-// none is marked busy, and the verdict does not flip between runs (together
-// they use well over half a CPU: at risk, loaded machine or not); no share
-// reads above 100%.
+// none is marked busy (the old code marked whichever was running at the
+// second read, and the verdict flipped run to run); the verdict follows the
+// CPU they used together, the same for every run on the same side of half
+// a CPU (how much they get depends on the machine's load: a run near the
+// line proves nothing either way); no share reads above 100%.
 TEST(InspectCli, ShortLivedThreadsAreNotBusyAndTheVerdictIsStable) {
   Target target(
       [] {
@@ -337,13 +339,18 @@ TEST(InspectCli, ShortLivedThreadsAreNotBusyAndTheVerdictIsStable) {
       },
       /*main_busy=*/false);
   ASSERT_EQ(target.ready(), 'R');
-  std::vector<std::string> verdicts;
   for (int run = 0; run < 3; ++run) {
     const auto report = inspect_json(target.pid());
     for (const auto& t : report["threads"])
       EXPECT_FALSE(t["busy"].get<bool>()) << "run " << run << ": " << t.dump() << " is short-lived";
     const auto usr1 = signal_entry(report, SIGUSR1);
-    verdicts.push_back(usr1["verdict"]);
+    const double share = report["short_lived_threads"]["cpu_share"];
+    if (share >= 0.6)
+      EXPECT_EQ(usr1["verdict"], "at_risk")
+          << "run " << run << ", " << share << ": " << usr1.dump();
+    if (share >= 0 && share < 0.4)
+      EXPECT_EQ(usr1["verdict"], "fair_share")
+          << "run " << run << ", " << share << ": " << usr1.dump();
     const std::string reason = usr1["reason"];
     for (std::size_t at = reason.find('%'); at != std::string::npos;
          at = reason.find('%', at + 1)) {
@@ -354,8 +361,6 @@ TEST(InspectCli, ShortLivedThreadsAreNotBusyAndTheVerdictIsStable) {
       }
     }
   }
-  EXPECT_EQ(verdicts[0], verdicts[1]);
-  EXPECT_EQ(verdicts[1], verdicts[2]);
 }
 
 // `inspect TID` of a thread that is not the main one (item 6): the report is
