@@ -421,6 +421,15 @@ std::string fixtures_dir() {
     std::ofstream(std::string(d) + "/a-file") << "x\n";
     return std::string(d);
   }();
+  // Removed when the test process ends (each TEST is a process of its own).
+  static const bool cleanup = [] {
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    });
+    return true;
+  }();
+  (void)cleanup;
   return dir;
 }
 
