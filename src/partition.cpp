@@ -837,7 +837,11 @@ RunReport Run::execute() {
     instants[w.offset_ns + w.duration_ns].stop = static_cast<long>(i);
   }
 
-  if (options_.observer) options_.observer->partitions_started(report_.pids);
+  if (options_.observer) {
+    options_.observer->partitions_started(report_.pids);
+    for (const ObserverDirectory& d : options_.observer->remove_on_exit())
+      guardian_.watch_directory(d.dir_fd, d.name);
+  }
   for (Partition& p : partitions_) start_up(p);
   const int64_t start = now_ns() + options_.start_delay_ns;
   report_.start_ns = start;

@@ -22,9 +22,10 @@
 namespace doorbell::detail {
 namespace {
 
-enum : int { kPartition = 1, kCgroup = 2 };
+enum : int { kPartition = 1, kCgroup = 2, kDirectory = 3 };
 constexpr int kMaxPartitions = 256;
 constexpr int kMaxCgroups = 260;
+constexpr int kMaxDirectories = 8;
 constexpr int kPathMax = 512;
 
 enum : int { kCgroupV1 = 1, kCgroupKill = 2 };
@@ -46,6 +47,9 @@ struct State {
   bool v1[kMaxCgroups];
   bool kill_cgroup[kMaxCgroups];
   int cgroup_count;
+  int directory_fds[kMaxDirectories];
+  char directories[kMaxDirectories][kPathMax];
+  int directory_count;
 };
 State g_state;
 
@@ -193,11 +197,22 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
     if (n <= 0) break;  // EOF: the scheduler is gone (or finished)
     if (n != static_cast<ssize_t>(sizeof message)) continue;
     message.path[kPathMax - 1] = '\0';
+    int passed_fd = -1;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c))
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+        std::memcpy(&passed_fd, CMSG_DATA(c), sizeof passed_fd);
+    if (message.kind == kDirectory) {
+      if (passed_fd >= 0 && g_state.directory_count < kMaxDirectories) {
+        g_state.directory_fds[g_state.directory_count] = passed_fd;
+        std::memcpy(g_state.directories[g_state.directory_count], message.path, kPathMax);
+        ++g_state.directory_count;
+      } else if (passed_fd >= 0) {
+        ::close(passed_fd);
+      }
+      continue;
+    }
     if (message.kind == kPartition) {
-      int pidfd = -1;
-      for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-          std::memcpy(&pidfd, CMSG_DATA(c), sizeof pidfd);
+      const int pidfd = passed_fd;
       if (pidfd >= 0 && g_state.partitions < kMaxPartitions) {
         g_state.pidfds[g_state.partitions] = pidfd;
         g_state.groups[g_state.partitions] = message.group;
@@ -206,7 +221,10 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
       } else if (pidfd >= 0) {
         ::close(pidfd);
       }
-    } else if (message.kind == kCgroup && g_state.cgroup_count < kMaxCgroups) {
+    } else if (passed_fd >= 0) {
+      ::close(passed_fd);
+    }
+    if (message.kind == kCgroup && g_state.cgroup_count < kMaxCgroups) {
       std::memcpy(g_state.cgroups[g_state.cgroup_count], message.path, kPathMax);
       g_state.v1[g_state.cgroup_count] = (message.flag & kCgroupV1) != 0;
       g_state.kill_cgroup[g_state.cgroup_count] = (message.flag & kCgroupKill) != 0;
@@ -253,6 +271,18 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
       if (any_left_running || attempt >= 200) move_to_parent(g_state.cgroups[i]);
       sleep_ms(1);
     }
+  }
+  // 4. Remove the directories (tracing instances). EBUSY while a file of
+  //    the instance is still open: the dead scheduler's descriptors close
+  //    one by one, the socket perhaps first.
+  for (int i = 0; i < g_state.directory_count; ++i) {
+    for (int attempt = 0; attempt < 1000; ++attempt) {
+      if (::unlinkat(g_state.directory_fds[i], g_state.directories[i], AT_REMOVEDIR) == 0 ||
+          errno != EBUSY)
+        break;
+      sleep_ms(1);
+    }
+    ::close(g_state.directory_fds[i]);
   }
   ::_exit(0);
 }
@@ -335,6 +365,29 @@ void Guardian::watch_cgroup(const std::string& path, bool v1, bool kill_on_exit)
   std::memcpy(message.path, path.c_str(), path.size() + 1);
   while (::send(socket_.get(), &message, sizeof message, MSG_NOSIGNAL) < 0) {
     if (errno != EINTR) sys::throw_errno("hand a cgroup to the guardian");
+  }
+}
+
+void Guardian::watch_directory(int dir_fd, const std::string& name) {
+  Message message{};
+  message.kind = kDirectory;
+  if (name.empty() || name.size() >= static_cast<size_t>(kPathMax))
+    throw std::system_error(ENAMETOOLONG, std::generic_category(), "directory " + name);
+  std::memcpy(message.path, name.c_str(), name.size() + 1);
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{&message, sizeof message};
+  msghdr header{};
+  header.msg_iov = &iov;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&header);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &dir_fd, sizeof dir_fd);
+  while (::sendmsg(socket_.get(), &header, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) sys::throw_errno("hand a directory to the guardian");
   }
 }
 

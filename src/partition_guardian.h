@@ -14,7 +14,11 @@
 //      when asked to (the group only while the partition's pidfd says it
 //      still exists, so that its number is not a recycled one);
 //   3. waits (bounded) for killed partitions to leave their cgroups, moves any
-//      process still inside to the parent cgroup, and removes the cgroups.
+//      process still inside to the parent cgroup, and removes the cgroups;
+//   4. removes the directories handed over with watch_directory() (an
+//      observer's tracing instance: rmdir of a tracefs instance disables
+//      its events and frees its buffers), retrying for up to a second while
+//      the dying scheduler's last descriptors close (EBUSY).
 // Cleanup is idempotent: after a normal return the scheduler has done all of
 // it already, and the guardian finds nothing to do.
 //
@@ -57,6 +61,10 @@ class Guardian {
   // Hands a cgroup directory (freezer v1 when v1) to the guardian.
   // kill_on_exit: kill every process inside when the scheduler ends.
   void watch_cgroup(const std::string& path, bool v1, bool kill_on_exit = false);
+  // Hands a directory to remove when the scheduler ends: `name` relative to
+  // the directory open as dir_fd (sent along, so a private mount reached as
+  // /proc/self/fd/N stays reachable). Throws std::system_error.
+  void watch_directory(int dir_fd, const std::string& name);
 
   // Closes the socket and waits for the guardian to finish its cleanup.
   // Returns its exit status (0: clean).

@@ -260,6 +260,101 @@ TEST(InspectAnalysis, UnreadableFdinfoIsSaid) {
   EXPECT_EQ(render_json(r, nullptr)["fdinfo_readable"], false);
 }
 
+// PID 1 of a PID namespace: the kernel never runs a default action of
+// SIGHUP/SIGTERM/..., whichever namespace sends it; a handled one is normal;
+// a blocked one stays queued and is dropped when taken.
+TEST(InspectAnalysis, NamespaceInitDiscardsDefaultActions) {
+  auto p = process({thread(100, "init", false), thread(101, "w", false)});
+  p.namespace_init = true;
+  p.namespace_pids = {100, 1};
+  set_caught(p, SIGUSR1);
+  p.threads[0].blocked = mask_of(SIGQUIT) | mask_of(SIGINT);
+  p.threads[1].blocked = mask_of(SIGINT);
+  const auto r = analyze(p);
+  EXPECT_EQ(verdict_for(r, SIGTERM).verdict, Verdict::discarded) << verdict_for(r, SIGTERM).reason;
+  EXPECT_EQ(verdict_for(r, SIGHUP).verdict, Verdict::discarded);
+  EXPECT_EQ(verdict_for(r, SIGUSR1).verdict, Verdict::fair_share);
+  // Blocked in the main thread, taken by thread 101, which drops it.
+  EXPECT_EQ(verdict_for(r, SIGQUIT).verdict, Verdict::discarded) << verdict_for(r, SIGQUIT).reason;
+  EXPECT_NE(verdict_for(r, SIGQUIT).reason.find("thread 101"), std::string::npos);
+  // Blocked everywhere: stays pending, then dropped.
+  EXPECT_EQ(verdict_for(r, SIGINT).verdict, Verdict::stays_pending);
+  const auto j = render_json(r, nullptr);
+  EXPECT_EQ(j["namespace_init"]["kill_from_inside"], false);
+  EXPECT_EQ(j["namespace_init"]["kill_from_ancestor"], true);
+  EXPECT_NE(render_text(r, nullptr).find("PID 1 of its PID namespace"), std::string::npos);
+  bool advice = false;
+  for (const auto& line : r.advice) advice |= line.find("tini") != std::string::npos;
+  EXPECT_TRUE(advice);
+}
+
+// A stopped process: every signal but SIGCONT waits, a fatal one too; an
+// ignored one is still discarded at send.
+TEST(InspectAnalysis, StoppedProcessKeepsSignalsPending) {
+  auto p = process({thread(100, "main", false), thread(101, "w", false)});
+  for (auto& t : p.threads) t.state = 'T';
+  set_caught(p, SIGUSR1);
+  p.threads[0].ignored = p.threads[1].ignored = mask_of(SIGUSR2);
+  const auto r = analyze(p);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(verdict_for(r, SIGUSR1).verdict, Verdict::stays_pending);
+  EXPECT_EQ(verdict_for(r, SIGTERM).verdict, Verdict::stays_pending);
+  EXPECT_EQ(verdict_for(r, SIGUSR2).verdict, Verdict::ignored);
+  EXPECT_NE(render_text(r, nullptr).find("stopped (State T)"), std::string::npos);
+  EXPECT_EQ(render_json(r, nullptr)["stopped"], true);
+}
+
+// SIG_IGN (or a default "ignore") blocked in the main thread: queued, not
+// discarded; taken and dropped if another thread does not block it.
+TEST(InspectAnalysis, BlockedIgnoredSignalIsQueued) {
+  auto p = process({thread(100, "main", false), thread(101, "w", false)});
+  for (auto& t : p.threads) {
+    t.ignored = mask_of(SIGUSR2) | mask_of(SIGHUP);
+    t.blocked = mask_of(SIGUSR2) | mask_of(SIGWINCH);
+  }
+  p.threads[0].blocked |= mask_of(SIGHUP);
+  const auto r = analyze(p);
+  EXPECT_EQ(verdict_for(r, SIGUSR2).verdict, Verdict::stays_pending)
+      << verdict_for(r, SIGUSR2).reason;
+  EXPECT_EQ(verdict_for(r, SIGWINCH).verdict, Verdict::stays_pending);
+  EXPECT_EQ(verdict_for(r, SIGHUP).verdict, Verdict::ignored);
+  EXPECT_NE(verdict_for(r, SIGHUP).reason.find("thread 101"), std::string::npos);
+}
+
+// Threads born in the window are not busy however they look; their CPU use
+// together counts as one busy peer when it is high.
+TEST(InspectAnalysis, ShortLivedThreadsCountTogether) {
+  auto p = process({thread(100, "main", false), thread(101, "new", true)});
+  set_caught(p, SIGUSR1);
+  p.threads[1].run_share = p.threads[1].wait_share = -1;
+  p.threads[1].new_in_window = true;
+  p.short_lived_share = 0.1;
+  auto r = analyze(p);
+  EXPECT_FALSE(r.threads[1].busy);
+  EXPECT_EQ(verdict_for(r, SIGUSR1).verdict, Verdict::fair_share);
+  p.short_lived_share = 0.9;
+  r = analyze(p);
+  const auto& v = verdict_for(r, SIGUSR1);
+  EXPECT_EQ(v.verdict, Verdict::at_risk) << v.reason;
+  EXPECT_NE(v.reason.find("short-lived threads"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("90%"), std::string::npos) << v.reason;
+}
+
+TEST(InspectAnalysis, SingularAndPluralInReasons) {
+  auto p = process({thread(100, "main", false), thread(101, "w", true)});
+  set_caught(p, SIGUSR1);
+  p.threads[0].cpus_allowed = {0};
+  p.threads[0].cpus_allowed_list = "0";
+  p.threads[1].cpus_allowed = {0};
+  const auto busy = analyze(p);
+  const auto& v = verdict_for(busy, SIGUSR1);
+  EXPECT_NE(v.reason.find("shares CPU 0 with 1 busy thread"), std::string::npos) << v.reason;
+  p.threads[1].run_share = p.threads[1].wait_share = 0;
+  const auto quiet = analyze(p);
+  const auto& fair = verdict_for(quiet, SIGUSR1);
+  EXPECT_NE(fair.reason.find("(or 1 other thread)"), std::string::npos) << fair.reason;
+}
+
 TEST(InspectWatch, PendingRunsAreLowerBounds) {
   PendingWatch watch;
   PendingSnapshot s;
@@ -301,6 +396,13 @@ TEST(InspectRead, ReadsOwnProcess) {
   EXPECT_EQ(p.threads.front().tid, getpid());
   EXPECT_GT(p.queue_limit, 0);
   EXPECT_THROW(read_process(0), ProcessGone);
+  EXPECT_FALSE(p.namespace_pids.empty());
+}
+
+TEST(InspectParse, NamespacePids) {
+  EXPECT_EQ(parse_namespace_pids("Name:\tx\nNSpid:\t4242\t7\t1\nNSpgid:\t1\n"),
+            (std::vector<pid_t>{4242, 7, 1}));
+  EXPECT_TRUE(parse_namespace_pids("Name:\tx\n").empty());
 }
 
 }  // namespace

@@ -3,7 +3,7 @@ add_executable(partition_progress_prog ${CMAKE_CURRENT_SOURCE_DIR}/partition_pro
 target_include_directories(partition_progress_prog PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(partition_progress_prog PRIVATE Threads::Threads)
 foreach(partition_test partition_run_test partition_crash_test cgroup_freezer_test
-                       partition_schedule_test partition_window_test)
+                       partition_schedule_test partition_window_test partition_cli_test)
   if(TARGET ${partition_test})
     add_dependencies(${partition_test} partition_progress_prog)
     target_compile_definitions(${partition_test} PRIVATE

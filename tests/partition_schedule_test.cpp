@@ -399,7 +399,9 @@ TEST(ScheduleFile, Load_MissingFile) {
     load_schedule_file("/nonexistent/schedule.toml");
     FAIL() << "expected ScheduleFileError";
   } catch (const ScheduleFileError& e) {
-    EXPECT_STREQ(e.what(), "cannot read schedule file '/nonexistent/schedule.toml'");
+    EXPECT_STREQ(
+        e.what(),
+        "cannot read schedule file '/nonexistent/schedule.toml': No such file or directory");
   }
 }
 

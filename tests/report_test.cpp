@@ -142,10 +142,12 @@ TEST(Report, ComparisonShowsBothRunsAndTheirRatios) {
   std::regex ladder_row("<code>ladder/self_kill</code>.*?</tr>");
   ASSERT_TRUE(std::regex_search(html, m, ladder_row));
   EXPECT_NE(m.str().find(">0.8x<"), std::string::npos) << m.str();
-  // Overlaid plots: each percentile plot draws both runs.
+  // Overlaid plots: each percentile plot draws both runs, the second
+  // dashed (one legend entry per scenario; the caption says which is which).
   std::string gp = read(dir / "plots" / "wakeup_percentiles_latency.svg.gp");
-  EXPECT_NE(gp.find("(before)"), std::string::npos);
-  EXPECT_NE(gp.find("(after)"), std::string::npos);
+  EXPECT_NE(gp.find("dt 1"), std::string::npos);
+  EXPECT_NE(gp.find("dt 2"), std::string::npos);
+  EXPECT_NE(html.find("Solid: before; dashed: after."), std::string::npos);
   // The environment differences are visible.
   EXPECT_NE(html.find("otherhost"), std::string::npos);
   EXPECT_EQ(referenced_plots(html).size(),

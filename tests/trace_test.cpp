@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,7 +60,7 @@ int host_tracefs_mounts() {
 // (each delivered before kill returns, so none coalesce) and `rt` SIGRTMIN
 // while blocked (queued), unblocks them, then exits. (A fork of the test, not
 // a launch of the CLI.)
-pid_t start_child(int usr1, int rt, int& go_fd) {
+pid_t start_child(int usr1, int rt, int& go_fd, const char* name = nullptr) {
   int go[2];
   if (::pipe(go) != 0) return -1;
   pid_t pid = ::fork();
@@ -69,6 +70,7 @@ pid_t start_child(int usr1, int rt, int& go_fd) {
     return pid;
   }
   ::close(go[1]);
+  if (name != nullptr) ::prctl(PR_SET_NAME, name);
   struct sigaction sa {};
   sa.sa_handler = [](int) {};
   sigemptyset(&sa.sa_mask);
@@ -223,6 +225,32 @@ TEST(Trace, CountsMatchWhatTheChildSent) {
                           start["instance"].get<std::string>()));
 }
 
+// A process name that is not UTF-8 (comm is any bytes): the JSON lines are
+// still written (the bytes become U+FFFD), not lost to an exception after
+// the trace.
+TEST(Trace, NonUtf8ProcessNameKeepsTheJson) {
+  SKIP_UNLESS_ROOT();
+  int go = -1;
+  pid_t child = start_child(50, 0, go, "\xff\xfe-name");
+  ASSERT_GT(child, 0);
+  auto run = std::async(std::launch::async, [child] {
+    return run_doorbell({"trace", "--backend", "tracefs", "--json", "-p", std::to_string(child),
+                         "--interval", "0.2", "--duration", "60"});
+  });
+  const pid_t tracer = wait_for_our_tracer(std::chrono::seconds(30));
+  ASSERT_EQ(::write(go, "g", 1), 1);
+  ::close(go);
+  EXPECT_EQ(wait_exit(child), 0);
+  const RunResult r = run.get();
+  ASSERT_GT(tracer, 0) << r.describe();
+  ASSERT_TRUE(r.success()) << r.describe();
+  const nlohmann::json summary = line_of_type(json_lines(r.out), "summary");
+  ASSERT_TRUE(summary.is_object()) << r.out;
+  const nlohmann::json* usr1 = find_signal(summary, SIGUSR1);
+  ASSERT_NE(usr1, nullptr) << summary.dump();
+  EXPECT_EQ((*usr1)["generated"], 50);
+}
+
 TEST(Trace, InterruptEndsItCleanly) {
   SKIP_UNLESS_ROOT();
   const std::string mounts_before = slurp("/proc/self/mountinfo");
@@ -281,6 +309,32 @@ TEST(Trace, BadInputExitsWithTwo) {
   EXPECT_EQ(rc({"-p", "abc"}), 2);
   EXPECT_EQ(rc({"--threshold", "0", "--duration", "1"}), 2);
   EXPECT_EQ(rc({"--interval", "0", "--duration", "1"}), 2);
+}
+
+// Zero, NaN, infinity and huge durations, -p 0 (issue 26, items 8, 9 and
+// the messages): `trace --duration 0` and `nan` ran until killed, `1e300`,
+// `inf` and `1e18` stopped after 1 ms with exit 0, `-p 0` traced the whole
+// system. Each is refused at once, one line naming the option; so is a
+// storm option without --measure-overhead, which it would not change.
+// Refused before any tracing: no root needed.
+TEST(TraceCli, ZeroNanInfHugeAndPidZeroAreRefused) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--duration", "0"},         {"--duration", "nan"},   {"--duration", "inf"},
+      {"--duration", "1e300"},     {"--duration", "1e18"},  {"--duration", "-1"},
+      {"--interval", "nan"},       {"--interval", "1e300"}, {"--threshold", "nan"},
+      {"--threshold", "inf"},      {"--top", "0"},          {"-p", "0"},
+      {"--storm-signals", "5000"}, {"--storm-rounds", "2"}};
+  for (const auto& args : cases) {
+    std::vector<std::string> argv{"trace"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = run_doorbell(argv, {.timeout = std::chrono::seconds(20)});
+    EXPECT_EQ(r.exit_code(), 2) << args[0] << " " << args[1] << ": " << r.describe();
+    std::string err = r.err;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    EXPECT_EQ(err.find('\n'), std::string::npos) << "one line: " << r.err;
+    const std::string named = args[0] == "-p" ? "pid" : args[0];
+    EXPECT_NE(err.find(named), std::string::npos) << "names " << named << ": " << r.err;
+  }
 }
 
 // ---------------------------------------------------------------- the binding

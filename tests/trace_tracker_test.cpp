@@ -186,4 +186,50 @@ TEST(TraceTracker, JsonRowAndTableSayWhatWasCounted) {
       << text;
 }
 
+// Totals are counts, not rates (issue 26, item 15): 100 signals over 4 s
+// printed "25"; a single SIGTERM printed "0 0 0" beside its p50. An
+// interval's rate keeps a fraction where it would round to nothing.
+TEST(TraceTracker, TotalsAreCountsAndSmallRatesAreNotZero) {
+  const pid_t self = ::getpid();
+  Tracker tracker;
+  for (int i = 0; i < 100; ++i) {
+    tracker.on_generate({uint64_t(i) * 1000, self, self, SIGUSR1, 0, "busy"});
+    tracker.on_deliver({uint64_t(i) * 1000 + 500, self, SIGUSR1});
+  }
+  tracker.on_generate({1, self, self, SIGTERM, 0, "busy"});
+  tracker.on_deliver({2, self, SIGTERM});
+  std::ostringstream totals;
+  doorbell::lab::trace::print_table(totals, tracker, {20, 1000.0}, 4.0, true, "HEAD",
+                                    nothing_pending);
+  const std::string text = totals.str();
+  EXPECT_NE(text.find("GEN "), std::string::npos) << text;
+  EXPECT_EQ(text.find("GEN/s"), std::string::npos) << "totals are counts: " << text;
+  std::istringstream lines(text);
+  bool usr1 = false, term = false;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string pid, comm, signal, generated, delivered, merged;
+    fields >> pid >> comm >> signal >> generated >> delivered >> merged;
+    if (signal == "SIGUSR1") {
+      usr1 = true;
+      EXPECT_EQ(generated, "100") << line;
+      EXPECT_EQ(delivered, "100") << line;
+      EXPECT_EQ(merged, "0") << line;
+    }
+    if (signal == "SIGTERM") {
+      term = true;
+      EXPECT_EQ(generated, "1") << line;
+      EXPECT_EQ(delivered, "1") << line;
+    }
+  }
+  EXPECT_TRUE(usr1 && term) << text;
+
+  std::ostringstream interval;
+  doorbell::lab::trace::print_table(interval, tracker, {20, 1000.0}, 4.0, false, "HEAD",
+                                    nothing_pending);
+  EXPECT_NE(interval.str().find("GEN/s"), std::string::npos) << interval.str();
+  EXPECT_NE(interval.str().find(" 0.2 "), std::string::npos)
+      << "one signal in 4 s is 0.25/s, not 0: " << interval.str();
+}
+
 }  // namespace

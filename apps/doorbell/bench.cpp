@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/doorbell/command.h"
+#include "apps/doorbell/options.h"
+#include "lab/common/output_file.h"
 #include "lab/harness/results.h"
 #include "lab/harness/results_reader.h"
 #include "lab/harness/runner.h"
@@ -64,13 +66,20 @@ void run_bench(const BenchOptions& o) {
   if (selected.empty()) {
     std::string what = o.filters.empty() ? "suite '" + o.suite + "'" : "--filter";
     for (const auto& f : o.filters) what += " '" + f + "'";
-    throw UsageError("no scenario matches " + what + "; 'doorbell bench --list' shows them");
+    // A glob matches default-suite rows only unless --suite full: point at
+    // the listing that shows the full suite.
+    throw UsageError("no scenario matches " + what +
+                     (o.suite == "full" ? "; 'doorbell bench --list --suite full' shows them"
+                                        : " in the default suite (full-suite rows need --suite "
+                                          "full; 'doorbell bench --list --suite full' lists "
+                                          "every row)"));
   }
   if (o.list) {
     list_scenarios(selected);
     return;
   }
-  // Decide where results go before running, so a bad path fails early.
+  // Decide where results go, and check that each can be written, before
+  // running: a bad path must not cost the run.
   std::string json_path = o.json_path;
   std::string csv_path = o.csv_path;
   if (is_stdout(csv_path))
@@ -78,43 +87,69 @@ void run_bench(const BenchOptions& o) {
   std::string out_dir;
   if (json_path.empty() && csv_path.empty()) {
     out_dir = o.out_dir.empty() ? default_out_dir() : o.out_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec)
-      throw UsageError("cannot create the results directory '" + out_dir + "': " + ec.message());
+    ensure_output_directory("bench", "--out", out_dir);
     json_path = out_dir + "/results.json";
     csv_path = out_dir + "/results.csv";
   }
+  if (!json_path.empty() && !is_stdout(json_path))
+    check_output_file("bench", o.json_path.empty() ? "--out" : "--json", json_path);
+  if (!csv_path.empty())
+    check_output_file("bench", o.csv_path.empty() ? "--out" : "--csv", csv_path);
   // With --json - stdout carries the JSON alone; the table and the lines that
   // say where files went go to stderr (command.h).
   const bool json_to_stdout = is_stdout(json_path);
   std::ostream& human = json_to_stdout ? std::cerr : std::cout;
   const lab::RunResults results = lab::run_scenarios(options, selected);
   lab::print_table(results, human);
-  human << "\n";
+  human << "\n" << std::flush;
+  // Each file is written atomically (a temporary file beside it, renamed
+  // over it); one that fails does not stop the others: it is said, and the
+  // command exits 1.
+  std::vector<std::string> write_errors;
+  auto write = [&](const char* what, const std::string& path, auto&& writer) {
+    try {
+      writer();
+      human << what << path << "\n";
+    } catch (const std::exception& e) {
+      write_errors.push_back(e.what());
+    }
+  };
   if (json_to_stdout) {
-    std::cout << lab::to_json(results, DOORBELL_VERSION).dump(1) << "\n" << std::flush;
-    if (!std::cout) throw std::runtime_error("cannot write the results (JSON) to stdout");
+    std::cout << lab::to_json(results, DOORBELL_VERSION)
+                     .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n"
+              << std::flush;
+    if (!std::cout) write_errors.push_back("cannot write the results (JSON) to stdout");
   } else if (!json_path.empty()) {
-    lab::write_json(results, DOORBELL_VERSION, json_path);
-    human << "results (JSON): " << json_path << "\n";
+    write("results (JSON): ", json_path, [&] {
+      lab::write_file_atomically(
+          json_path, lab::to_json(results, DOORBELL_VERSION)
+                             .dump(1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                         "\n");
+    });
   }
-  if (!csv_path.empty()) {
-    lab::write_csv(results, csv_path);
-    human << "results (CSV):  " << csv_path << "\n";
-  }
+  if (!csv_path.empty())
+    write("results (CSV):  ", csv_path, [&] {
+      lab::write_file_atomically(csv_path,
+                                 [&](const std::string& temp) { lab::write_csv(results, temp); });
+    });
   if (!out_dir.empty()) {
     // The HTML report beside the results; a report that cannot be drawn
     // does not cost the results already written.
     const std::string report_path = out_dir + "/report.html";
     try {
-      report::write_html_report({lab::results_from_json(lab::to_json(results, DOORBELL_VERSION))},
-                                report_path);
+      lab::write_file_atomically(report_path, [&](const std::string& temp) {
+        report::write_html_report({lab::results_from_json(lab::to_json(results, DOORBELL_VERSION))},
+                                  temp);
+      });
       human << "report (HTML):  " << report_path << "\n";
     } catch (const std::exception& e) {
       std::cerr << "doorbell bench: no HTML report: " << e.what() << "\n";
     }
   }
+  for (const auto& e : write_errors)
+    std::cerr << "doorbell bench: " << e << " (the table above and the other files stand)\n";
+  if (!write_errors.empty()) set_exit_code(1);
   std::vector<const lab::ScenarioResult*> failed, flagged;
   for (const auto& r : results.scenarios) {
     if (r.status == lab::ScenarioResult::Status::failed) failed.push_back(&r);
@@ -138,9 +173,10 @@ const CommandRegistrar kBench{
       auto* cmd = app.add_subcommand("bench", "Run the lab: every mechanism measured side by side");
       cmd->add_flag("--list", options->list, "List the selected scenarios and exit");
       cmd->add_option(
-          "--filter", options->filters,
-          "Run the scenarios whose name matches this glob (repeatable), e.g. 'ladder/*'; "
-          "full-suite rows need --suite full or their exact name");
+             "--filter", options->filters,
+             "Run the scenarios whose name matches this glob (repeatable), e.g. 'ladder/*'; "
+             "full-suite rows need --suite full or their exact name")
+          ->type_name("SCENARIO");
       cmd->add_flag("--quick", options->quick,
                     "Short run: 1/5 of the time budget, 1/10 of the samples, 3 repetitions");
       cmd->add_option("--repeat", options->repeat,
@@ -148,17 +184,27 @@ const CommandRegistrar kBench{
           ->check(CLI::Range(1, 1000));
       cmd->add_option("--suite", options->suite, "Which suite runs without --filter")
           ->check(CLI::IsMember({"default", "full"}));
-      cmd->add_option("--json", options->json_path,
-                      "Write the results as JSON to FILE; '-': to stdout, and the table to stderr");
-      cmd->add_option("--csv", options->csv_path, "Write the results as CSV to FILE");
+      auto* json =
+          cmd->add_option(
+                 "--json", options->json_path,
+                 "Write the results as JSON to FILE; '-': to stdout, and the table to stderr")
+              ->type_name("OUTFILE|-")
+              ->check(nonempty_path());
+      auto* csv = cmd->add_option("--csv", options->csv_path, "Write the results as CSV to FILE")
+                      ->type_name("OUTFILE")
+                      ->check(nonempty_path());
       cmd->add_option("--out", options->out_dir,
-                      "Directory for results.json and results.csv when neither --json nor --csv is "
-                      "given (default results/<UTC time>)");
+                      "Directory for results.json, results.csv and report.html (default "
+                      "results/<UTC time>; not with --json or --csv, which name the files)")
+          ->type_name("OUTDIR")
+          ->check(nonempty_path())
+          ->excludes(json)
+          ->excludes(csv);
       cmd->add_flag("--no-progress", options->no_progress, "No progress line on the terminal");
       cmd->add_option("--scenario-timeout", options->scenario_timeout_s,
                       "Hard limit of one repetition in seconds: a scenario past it is stopped "
                       "and reported failed (default 10 x its budget + 10 s)")
-          ->check(CLI::Range(0.001, 86400.0));
+          ->check(number_in(0.001, 86400.0));
       cmd->callback([options] { run_bench(*options); });
     }};
 

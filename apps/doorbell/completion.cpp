@@ -7,9 +7,11 @@
 //   source <(doorbell completion bash)
 //
 // What it completes: subcommands, then options after '-'; after an option
-// that takes a value, its choices (--suite: default full), file names for a
-// text value, nothing for a number; file names for positional arguments;
-// command names after `doorbell help`.
+// that takes a value, its choices (--suite: default full, --method: the
+// three methods), scenario names for --filter (asked of `doorbell bench
+// --list --suite full`), file names for a path or other text value, nothing
+// for a number; for positional arguments file names, or process ids for a
+// PID; command names after `doorbell help`.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
@@ -26,7 +28,20 @@ struct ValueOption {
   std::string name;                  // --suite, -o
   std::vector<std::string> choices;  // from an IsMember check; empty: none
   bool text = false;                 // a text value: complete file names
+  bool scenario = false;             // a scenario name (type SCENARIO)
 };
+
+// The type CLI11 shows before any validator: "TEXT", "INT", "FILE", ...
+std::string base_type(const std::string& type_name) {
+  return type_name.substr(0, type_name.find(':'));
+}
+
+// A value completed with file names: text and the paths the commands
+// declare (apps/doorbell/options.h).
+bool file_type(const std::string& base) {
+  return base == "TEXT" || base == "FILE" || base == "OUTFILE" || base == "OUTFILE|-" ||
+         base == "OUTDIR";
+}
 
 struct Node {
   std::string path;  // "" for doorbell itself, "partition run"
@@ -35,6 +50,7 @@ struct Node {
   std::vector<ValueOption> value_options;
   std::vector<std::string> positional_choices;
   bool positionals = false;  // that take any text: file names
+  bool pids = false;         // a PID positional: process ids
 };
 
 std::vector<CLI::App*> commands_of(CLI::App& app) {
@@ -66,10 +82,14 @@ void collect(CLI::App& app, const std::string& path, std::vector<Node>& nodes) {
   node.path = path;
   for (CLI::App* sub : commands_of(app)) node.subcommands.push_back(sub->get_name());
   for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_group().empty()) continue;  // hidden (--dump-cli-tree)
     if (opt->get_positional()) {
       // One of a set (completion's shell): those words; anything else: files.
       const auto choices = choices_of(opt->get_type_name());
-      if (choices.empty()) node.positionals = true;
+      if (opt->get_name(true) == "PID")
+        node.pids = true;
+      else if (choices.empty() && file_type(base_type(opt->get_type_name())))
+        node.positionals = true;
       node.positional_choices.insert(node.positional_choices.end(), choices.begin(), choices.end());
       continue;
     }
@@ -81,7 +101,8 @@ void collect(CLI::App& app, const std::string& path, std::vector<Node>& nodes) {
       node.options.push_back(name);
       if (takes_value) {
         const std::string type = opt->get_type_name();
-        node.value_options.push_back({name, choices_of(type), type.rfind("TEXT", 0) == 0});
+        node.value_options.push_back(
+            {name, choices_of(type), file_type(base_type(type)), base_type(type) == "SCENARIO"});
       }
     }
   }
@@ -136,13 +157,15 @@ std::string bash_script(CLI::App& root) {
       if (!v.choices.empty())
         s += "      '" + n.path + "|" + v.name + "') COMPREPLY=($(compgen -W '" + join(v.choices) +
              "' -- \"$cur\")) ;;\n";
+      else if (v.scenario)
+        s += "      '" + n.path + "|" + v.name + "') _doorbell_scenarios ;;\n";
       else if (v.text)
         s += "      '" + n.path + "|" + v.name + "') _doorbell_files ;;\n";
     }
   s += "    esac\n";
   s += "    return 0\n";
   s += "  fi\n";
-  s += "  local words='' options='' files=''\n";
+  s += "  local words='' options='' files='' pids=''\n";
   s += "  case \"$path\" in\n";
   for (const auto& n : nodes) {
     // `doorbell help` itself completes command names (below, from the root).
@@ -153,6 +176,7 @@ std::string bash_script(CLI::App& root) {
     const std::string options = join(n.options);
     s += "    '" + n.path + "') words='" + words + "'; options='" + options + "'";
     if (n.positionals) s += "; files=1";
+    if (n.pids) s += "; pids=1";
     s += " ;;\n";
     if (!n.subcommands.empty()) {
       std::vector<std::string> names = n.subcommands;
@@ -168,6 +192,7 @@ std::string bash_script(CLI::App& root) {
   s += "  fi\n";
   s += "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n";
   s += "  if [[ -n $files ]]; then _doorbell_files; fi\n";
+  s += "  if [[ -n $pids ]]; then _doorbell_pids; fi\n";
   s += "  return 0\n";
   s += "}\n\n";
   s += "# File names, one a word even with spaces in them.\n";
@@ -175,6 +200,16 @@ std::string bash_script(CLI::App& root) {
   s += "  local IFS=$'\\n'\n";
   s += "  compopt -o filenames 2>/dev/null\n";
   s += "  COMPREPLY+=($(compgen -f -- \"$cur\"))\n";
+  s += "}\n\n";
+  s += "# Scenario names, from the lab itself (the same doorbell).\n";
+  s += "_doorbell_scenarios() {\n";
+  s += "  COMPREPLY+=($(compgen -W \"$(\"${COMP_WORDS[0]}\" bench --list --suite full "
+       "2>/dev/null | awk '/^  /{print $1}')\" -- \"$cur\"))\n";
+  s += "}\n\n";
+  s += "# Process ids.\n";
+  s += "_doorbell_pids() {\n";
+  s += "  COMPREPLY+=($(compgen -W \"$(command ls /proc 2>/dev/null | grep -E '^[0-9]+$')\" -- "
+       "\"$cur\"))\n";
   s += "}\n\n";
   s += "complete -F _doorbell doorbell\n";
   return s;

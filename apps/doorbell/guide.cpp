@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "apps/doorbell/command.h"
+#include "apps/doorbell/options.h"
+#include "lab/common/output_file.h"
 #include "lab/harness/results_reader.h"
 #include "lab/report/guide.h"
 
@@ -31,27 +33,43 @@ const CommandRegistrar kGuide{
       auto args = std::make_shared<GuideArgs>();
       auto* cmd = app.add_subcommand(
           "guide", "Check (or --update) the measured figures in the guide against a results file");
-      cmd->add_option("results", args->results, "RESULTS.json")->required();
-      cmd->add_option("guide", args->guide, "the guide, e.g. docs/guide.md")->required();
-      cmd->add_flag("--update", args->update, "rewrite the figures from the results");
+      cmd->add_option("results", args->results, "RESULTS.json")
+          ->required()
+          ->type_name("FILE")
+          ->check(nonempty_path());
+      cmd->add_option("guide", args->guide, "the guide, e.g. docs/guide.md")
+          ->required()
+          ->type_name("FILE")
+          ->check(nonempty_path());
+      cmd->add_flag("--update", args->update,
+                    "rewrite the figures from the results (those it does not measure are kept)");
       cmd->callback([args] {
         lab::ResultsFile results;
+        check_input_file("guide", args->results);
         try {
           results = lab::read_results_file(args->results);
         } catch (const lab::ResultsError& e) {
           throw UsageError(std::string("guide: ") + e.what());
         }
+        check_input_file("guide", args->guide);
         std::ifstream in(args->guide);
         if (!in) throw UsageError("guide: cannot read " + args->guide);
         std::stringstream buffer;
         buffer << in.rdbuf();
         const report::GuideCheck check = report::check_guide(buffer.str(), results);
+        // A file without a single marker is not the guide (a binary, the
+        // wrong file): "0 figures, 0 differ" would pass it.
+        if (check.figures == 0)
+          throw UsageError("guide: " + args->guide +
+                           ": no figure markers (<!--m:KIND SOURCE-->...<!--/m-->) in it; is it "
+                           "the guide?");
         if (args->update) {
-          std::ofstream o(args->guide, std::ios::trunc);
-          o << check.updated;
-          if (!o) throw std::runtime_error("cannot write " + args->guide);
-          std::cout << fmt::format("{}: {} figures, {} updated from {}\n", args->guide,
-                                   check.figures, check.differences.size(), args->results);
+          if (check.updated != buffer.str()) lab::write_file_atomically(args->guide, check.updated);
+          std::cout << fmt::format(
+              "{}: {} figures, {} updated from {}{}\n", args->guide, check.figures,
+              check.differences.size() - check.kept, args->results,
+              check.kept ? fmt::format(", {} kept (not measured in it)", check.kept)
+                         : std::string());
           return;
         }
         for (const auto& d : check.differences) std::cerr << "doorbell guide: " << d << "\n";

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "apps/doorbell/command.h"
+#include "apps/doorbell/options.h"
 #include "lab/inspect/analysis.h"
 #include "lab/inspect/render.h"
 #include "lab/inspect/snapshot.h"
@@ -113,16 +114,22 @@ class Measurement {
   std::vector<lab::trace::SlowDelivery> slow_;
 };
 
+// Longest --watch: about 11.6 days, far inside 64-bit nanoseconds.
+constexpr double kMaxWatchSeconds = 1e6;
+constexpr long kMaxPid = 4194304;  // PID_MAX_LIMIT on 64-bit Linux
+
 void run_inspect(const InspectOptions& o) {
   using namespace doorbell::lab::inspect;
-  if (o.pid <= 0 || o.pid > 0x3fffffff)
-    throw UsageError("inspect: PID must be a positive process id");
-  if (o.watch_seconds < 0 || !std::isfinite(o.watch_seconds))
-    throw UsageError("inspect: --watch takes a positive number of seconds");
-  const pid_t pid = static_cast<pid_t>(o.pid);
+  if (o.pid <= 0 || o.pid > kMaxPid)
+    throw UsageError("inspect: PID must be a process id, 1.." + std::to_string(kMaxPid));
+  if (o.watch_seconds < 0 || !std::isfinite(o.watch_seconds) || o.watch_seconds > kMaxWatchSeconds)
+    throw UsageError("inspect: --watch takes a number of seconds up to 1e6");
+  pid_t pid = static_cast<pid_t>(o.pid);
   try {
     const ProcessSnapshot snapshot = sample_process(pid, std::chrono::milliseconds(o.window_ms));
+    pid = snapshot.pid;  // a thread id was asked for: its process
     const InspectReport report = analyze(snapshot);
+    std::string gone;  // the target exited during --watch: why the samples end early
     std::optional<WatchResult> watch;
     if (o.watch_seconds > 0) {
       watch.emplace();
@@ -138,8 +145,11 @@ void run_inspect(const InspectOptions& o) {
         try {
           watch->watch.observe(read_pending(pid), now);
         } catch (const ProcessGone&) {
-          throw ProcessGone(fmt::format("process {} exited during --watch, after {:.1f} s", pid,
-                                        static_cast<double>(now - start) / 1e9));
+          // The verdict and the samples so far stand: print them, then exit 1.
+          const double after = static_cast<double>(now - start) / 1e9;
+          watch->ended_early = fmt::format("the process exited after {:.1f} s", after);
+          gone = fmt::format("process {} exited during --watch, after {:.1f} s", pid, after);
+          break;
         }
         next += watch->period_ns;
         const std::uint64_t after = monotonic_ns();
@@ -150,9 +160,16 @@ void run_inspect(const InspectOptions& o) {
     }
     const WatchResult* w = watch ? &*watch : nullptr;
     if (o.json)
-      std::cout << render_json(report, w).dump(2) << "\n";
+      std::cout << render_json(report, w).dump(2, ' ', false,
+                                               nlohmann::ordered_json::error_handler_t::replace)
+                << "\n";
     else
       std::cout << render_text(report, w);
+    if (!gone.empty()) {
+      std::cout.flush();
+      std::cerr << "doorbell inspect: " << gone << " (its samples until then are in the report)\n";
+      set_exit_code(1);
+    }
   } catch (const ProcessGone& e) {
     throw std::runtime_error(std::string("inspect: ") + e.what());
   } catch (const InspectError& e) {
@@ -167,14 +184,18 @@ const CommandRegistrar kInspect{
           "inspect",
           "Will this process's signals wait for a busy thread? A verdict per signal from /proc "
           "(docs/inspect.md); the target is only read, never changed");
-      cmd->add_option("PID", options->pid, "the process to inspect")->required();
+      cmd->add_option("PID", options->pid,
+                      "the process to inspect (a thread id stands for its process)")
+          ->required()
+          ->check(number_in(1, static_cast<double>(kMaxPid)));
       cmd->add_flag("--json", options->json, "one JSON object (schema in docs/inspect.md)");
-      cmd->add_option("--watch", options->watch_seconds,
-                      "then watch SECONDS: sample pending signals, and (root, BPF) measure each "
-                      "signal's real wait and its cause")
-          ->check(CLI::PositiveNumber);
+      auto* watch = cmd->add_option("--watch", options->watch_seconds,
+                                    "then watch SECONDS: sample pending signals, and (root, BPF) "
+                                    "measure each signal's real wait and its cause")
+                        ->check(number_in(0.001, kMaxWatchSeconds));
       cmd->add_option("--period-ms", options->period_ms, "sampling period of --watch (default 10)")
-          ->check(CLI::Range(1, 10000));
+          ->check(CLI::Range(1, 10000))
+          ->needs(watch);
       cmd->add_option("--window-ms", options->window_ms,
                       "how long to measure which threads are busy (default 200)")
           ->check(CLI::Range(10, 60000));

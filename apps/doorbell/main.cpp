@@ -106,8 +106,20 @@ int main(int argc, char** argv) {
         }
       }
     }
-    std::cerr << "doorbell: " << message << "\n";
-    std::cerr << "Run 'doorbell help' for usage.\n";
+    // `doorbell bogus`: CLI11 says "A subcommand is required"; name the word.
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
+      bool known = false;
+      for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+        known |= sub->get_name() == argv[1];
+      if (!known) message = std::string("unknown command '") + argv[1] + "'";
+    }
+    // One line: what is wrong, naming the option, and where help is.
+    std::string help = "doorbell help";
+    for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
+      sub = sub->get_subcommands().front();
+      help += " " + sub->get_name();
+    }
+    std::cerr << "doorbell: " << message << " ('" << help << "' for usage)\n";
     return 2;
   } catch (const UsageError& e) {
     std::cerr << "doorbell: " << e.what() << "\n";

@@ -19,7 +19,9 @@
 #include <fmt/format.h>
 
 #include "apps/doorbell/command.h"
+#include "apps/doorbell/options.h"
 #include "doorbell/partition.h"
+#include "lab/common/output_file.h"
 #include "lab/common/signal_scope.h"
 #include "lab/partition/schedule_file.h"
 #include "lab/partition/window_trace.h"
@@ -34,16 +36,20 @@ using partition::ScheduleError;
 // "partition: FILE:LINE: message" (exit 2).
 Schedule load(const std::string& path) {
   try {
-    return lab::load_schedule_file(path);
+    Schedule schedule = lab::load_schedule_file(path);
+    lab::check_cpus_usable(schedule, path);
+    return schedule;
   } catch (const lab::ScheduleFileError& e) {
     throw UsageError(std::string("partition: ") + e.what());
   }
 }
 
 partition::Scheduler* g_scheduler = nullptr;
+volatile sig_atomic_t g_stop_signal = 0;
 
-void on_stop_signal(int) {
+void on_stop_signal(int signo) {
   // Async-signal-safe: request_stop() writes an eventfd.
+  g_stop_signal = signo;
   if (g_scheduler != nullptr) g_scheduler->request_stop();
 }
 
@@ -89,7 +95,7 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
                      {"time_ns", e.time_ns},
                      {"reason", e.reason}});
   auto& summaries = j["summaries"] = nlohmann::json::array();
-  for (const auto& p : r.summaries)
+  for (const auto& p : r.summaries) {
     summaries.push_back({{"partition", p.partition},
                          {"method", p.method},
                          {"windows", p.windows},
@@ -123,6 +129,14 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
                          {"stolen_percent", p.stolen_percent},
                          {"never_stopped", p.never_stopped},
                          {"verify_failures", p.verify_failures}});
+    // No window of it was measured (it never ran: the run stopped first):
+    // its figures are unknown, not zero.
+    auto& row = summaries.back();
+    row["measured"] = p.windows > 0;
+    if (p.windows == 0)
+      for (auto it = row.begin(); it != row.end(); ++it)
+        if (it->is_number_float()) *it = nullptr;
+  }
   auto& records = j["windows"] = nlohmann::json::array();
   for (const auto& w : r.windows)
     records.push_back({{"frame", w.frame},
@@ -170,7 +184,13 @@ void print_summary(const Schedule& s, const partition::RunReport& r) {
       "{:<12} {:>7} {:>9} {:>9} {:>9} {:>5} {:>7} {:>9} {:>9} {:>8} {:>7} {:>9} {:>9} {:>10}\n",
       "partition", "windows", "overrun50", "overrun99", "overrunmx", ">thr", "error%", "stop50",
       "stop99", "lead50", "gaveup%", "start50", "start99", "cpuafter99");
-  for (const auto& p : r.summaries)
+  for (const auto& p : r.summaries) {
+    if (p.windows == 0) {
+      // Zeros would read as a perfect result.
+      std::cout << fmt::format("{:<12} {:>7}  not measured: no window of it completed\n",
+                               p.partition, 0);
+      continue;
+    }
     std::cout << fmt::format(
         "{:<12} {:>7} {:>9} {:>9} {:>9} {:>5} {:>7.2f} {:>9} {:>9} {:>8} {:>7.2f} {:>9} {:>9} "
         "{:>10}\n",
@@ -179,6 +199,7 @@ void print_summary(const Schedule& s, const partition::RunReport& r) {
         us(p.stop_lead_p50_ns), p.given_up_percent, us_from(p.start_delay_p50_ns, r.first_run),
         us_from(p.start_delay_p99_ns, r.first_run),
         us_from(p.cpu_after_end_p99_ns, r.cpu_after_end));
+  }
   std::cout
       << "(times in us; overrun = every thread stopped - nominal window end; error% = mean\n"
          " scheduling error, overrun as a % of the window it invades; lead = stop lead used;\n"
@@ -216,6 +237,12 @@ struct RunArgs {
   int64_t max_handover_us = -1;
 };
 
+// The declared ranges (number_in); run_command checks them again for
+// callers that bypass the parser.
+constexpr double kMaxFrames = 1e12;
+constexpr double kMaxDurationS = 1e9;
+constexpr double kMaxThresholdUs = 1e9;
+
 void run_command(const RunArgs& a) {
   Schedule s = load(a.file);
   if (!a.method.empty()) {
@@ -223,21 +250,42 @@ void run_command(const RunArgs& a) {
     if (!m) throw UsageError("partition run: unknown --method '" + a.method + "'");
     s.method = *m;
   }
-  if (a.threshold_us < 0) throw UsageError("partition run: --threshold-us must be positive");
+  if (!(a.threshold_us >= 0) || a.threshold_us > kMaxThresholdUs)
+    throw UsageError("partition run: --threshold-us must be 0..1e9 microseconds");
   if (a.threshold_us > 0) s.overrun_threshold_ns = static_cast<int64_t>(a.threshold_us * 1000);
-  if (a.frames < 0) throw UsageError("partition run: --frames must be positive");
-  if (a.duration_s < 0 || !std::isfinite(a.duration_s) || a.duration_s > 1e9)
-    throw UsageError("partition run: --duration must be a positive number of seconds");
+  if (a.frames < 0 || static_cast<double>(a.frames) > kMaxFrames)
+    throw UsageError("partition run: --frames must be 1..1e12");
+  if (!(a.duration_s >= 0) || a.duration_s > kMaxDurationS)
+    throw UsageError("partition run: --duration must be a number of seconds up to 1e9");
   partition::RunOptions options;
   if (a.frames > 0) options.frames = a.frames;
-  if (a.duration_s > 0) options.duration_ns = static_cast<int64_t>(a.duration_s * 1e9);
+  if (a.duration_s > 0) {
+    // Whole frames, at least one: a duration shorter than one frame would
+    // silently run the whole (perhaps very long) frame.
+    const double frame_s = static_cast<double>(s.major_frame_ns) / 1e9;
+    if (a.duration_s < frame_s)
+      throw UsageError(fmt::format(
+          "partition run: --duration {} s is shorter than one major frame ({} s), and the run "
+          "goes by whole frames; give --frames 1 for one frame",
+          short_number(a.duration_s), short_number(frame_s)));
+    options.duration_ns = static_cast<int64_t>(a.duration_s * 1e9);
+  }
   if (a.no_fifo) options.fifo_priority = 0;
   options.verify_stopped = !a.no_verify;
-  if (a.max_stop_lead_us > 1'000'000)
+  if (a.max_stop_lead_us > 1'000'000 || a.max_stop_lead_us < -1)
     throw UsageError("partition run: --max-stop-lead-us must be 0..1000000");
   if (a.max_stop_lead_us >= 0) s.max_stop_lead_ns = a.max_stop_lead_us * 1000;
   if (a.boundary_spin_us >= 0) options.boundary_spin_ns = a.boundary_spin_us * 1000;
   if (a.max_handover_us >= 0) options.max_handover_ns = a.max_handover_us * 1000;
+  // Where the report goes is checked before anything runs: a bad path must
+  // not cost the run.
+  if (!a.json.empty() && !is_stdout(a.json)) {
+    try {
+      lab::check_output_file("--json", a.json);
+    } catch (const lab::OutputFileError& e) {
+      throw UsageError(std::string("partition run: ") + e.what());
+    }
+  }
   // Exact first-run and CPU-after-end figures from sched_switch where we may
   // trace (root); else the scheduler's tick-granular CPU-clock figures, which
   // the report marks as such.
@@ -270,14 +318,21 @@ void run_command(const RunArgs& a) {
     report.warnings.push_back("no sched_switch trace (" + why_no_trace +
                               "): first run and CPU after end are tick-granular");
   for (const auto& w : report.warnings) std::cerr << "doorbell partition: warning: " << w << "\n";
+  // The JSON first (stdout, or a file written atomically); a file that
+  // cannot be written costs neither the summary nor the exit status's
+  // meaning: it is said, and the command exits 1.
+  std::string json_error;
   if (!a.json.empty()) {
-    const std::string text = to_json(s, report, a.file).dump(1) + "\n";
-    if (is_stdout(a.json)) {
-      std::cout << text;
-    } else {
-      std::ofstream out(a.json);
-      if (!out) throw std::runtime_error("cannot write " + a.json);
-      out << text;
+    try {
+      const std::string text =
+          to_json(s, report, a.file).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) +
+          "\n";
+      if (is_stdout(a.json))
+        std::cout << text << std::flush;
+      else
+        lab::write_file_atomically(a.json, text);
+    } catch (const std::exception& e) {
+      json_error = e.what();
     }
   }
   if (is_stdout(a.json)) {
@@ -286,6 +341,23 @@ void run_command(const RunArgs& a) {
     print_summary(s, report);
   } else {
     print_summary(s, report);
+  }
+  std::cout.flush();
+  if (!json_error.empty()) {
+    std::cerr << "doorbell partition run: the report was not written (" << json_error
+              << "); the summary above is all there is\n";
+    set_exit_code(1);
+  }
+  // Ended by a partition's exit (on_partition_exit = "stop"), not by its
+  // frames, its duration or Ctrl-C: the schedule did not run as asked.
+  if (report.stopped_early && g_stop_signal == 0 && !report.exits.empty() &&
+      s.on_partition_exit == partition::OnPartitionExit::stop_schedule) {
+    const auto& e = report.exits.front();
+    std::cerr << fmt::format(
+        "doorbell partition run: the schedule stopped after {} of its frames: partition {} {} "
+        "(on_partition_exit = \"stop\")\n",
+        report.frames, s.partitions[e.partition].name, e.reason);
+    set_exit_code(1);
   }
 }
 
@@ -298,24 +370,32 @@ const CommandRegistrar kPartition{
 
       static RunArgs run_args;
       auto* run = cmd->add_subcommand("run", "Run a schedule file (Ctrl-C stops cleanly)");
-      run->add_option("schedule", run_args.file, "SCHEDULE.toml")->required();
-      auto* frames = run->add_option("--frames", run_args.frames, "Stop after N major frames");
+      run->add_option("schedule", run_args.file, "SCHEDULE.toml")
+          ->required()
+          ->type_name("FILE")
+          ->check(nonempty_path());
+      auto* frames = run->add_option("--frames", run_args.frames, "Stop after N major frames")
+                         ->check(number_in(1, kMaxFrames));
       run->add_option("--duration", run_args.duration_s,
-                      "Stop after this many seconds (whole frames)")
+                      "Stop after this many seconds (whole frames, at least one)")
+          ->check(number_in(0.01, kMaxDurationS))
           ->excludes(frames);
-      run->add_option(
-          "--json", run_args.json,
-          "Write the report as JSON to FILE; '-': to stdout, and the summary to stderr");
-      run->add_option("--method", run_args.method,
-                      "Override the schedule's method: sigstop, sigstop-all-threads, freezer");
+      run->add_option("--json", run_args.json,
+                      "Write the report as JSON to FILE; '-': to stdout, and the summary to stderr")
+          ->type_name("OUTFILE|-")
+          ->check(nonempty_path());
+      run->add_option("--method", run_args.method, "Override the schedule's method")
+          ->check(CLI::IsMember({"sigstop", "sigstop-all-threads", "freezer"}));
       run->add_option("--threshold-us", run_args.threshold_us,
-                      "Override the overrun threshold (microseconds)");
+                      "Override the overrun threshold (microseconds; 0: the schedule's)")
+          ->check(number_in(0, kMaxThresholdUs));
       run->add_flag("--no-fifo", run_args.no_fifo, "Do not ask for SCHED_FIFO");
       run->add_flag("--no-trace", run_args.no_trace,
                     "Do not trace sched_switch (first run and CPU after end then come from "
                     "the tick-granular CPU clock)");
       run->add_option("--max-stop-lead-us", run_args.max_stop_lead_us,
-                      "Override the schedule's max_stop_lead_us (0: no stop lead)");
+                      "Override the schedule's max_stop_lead_us (0: no stop lead)")
+          ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}));
       run->add_option("--boundary-spin-us", run_args.boundary_spin_us,
                       "Sleep until this long before each boundary and spin the rest "
                       "(default 200; 0: sleep until the boundary)")
@@ -330,7 +410,10 @@ const CommandRegistrar kPartition{
 
       static std::string check_file;
       auto* check = cmd->add_subcommand("check", "Validate a schedule file and print it");
-      check->add_option("schedule", check_file, "SCHEDULE.toml")->required();
+      check->add_option("schedule", check_file, "SCHEDULE.toml")
+          ->required()
+          ->type_name("FILE")
+          ->check(nonempty_path());
       check->callback([] {
         const Schedule s = load(check_file);
         std::cout << fmt::format("{}: major frame {} ms, method {}, {} partitions, {} windows\n",

@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/doorbell/command.h"
+#include "apps/doorbell/options.h"
 #include "lab/common/signal_scope.h"
 #include "lab/common/time.h"
 #include "lab/harness/clock.h"
@@ -47,6 +48,9 @@ namespace doorbell::cli {
 namespace {
 
 namespace trace = lab::trace;
+
+// Process names are any bytes: JSON gets U+FFFD for what is not UTF-8.
+constexpr auto kUtf8Replace = nlohmann::json::error_handler_t::replace;
 
 // ------------------------------------------------------------ stop request
 
@@ -150,7 +154,8 @@ std::string lost_text(long long lost) {
 }
 
 int run_trace(const TraceArgs& args) {
-  if (args.pid != 0 && (args.pid < 0 || !process_alive(args.pid)))
+  // 0 is "every process" only by leaving -p out.
+  if (args.pid < 0 || (args.pid != 0 && !process_alive(args.pid)))
     throw UsageError(fmt::format("trace: no process with pid {}", args.pid));
   StopSignals stop_signals;
   const trace::BackendOptions options{args.pid, static_cast<uint64_t>(args.slow_us * 1000.0)};
@@ -174,7 +179,7 @@ int run_trace(const TraceArgs& args) {
         {"threshold_per_s", args.threshold}};
     if (!backend->instance().empty()) start_line["instance"] = backend->instance();
     if (causes) start_line["slow_us"] = args.slow_us;
-    std::cout << start_line.dump() << std::endl;
+    std::cout << start_line.dump(-1, ' ', false, kUtf8Replace) << std::endl;
   } else {
     std::cerr << "doorbell trace: tracing signals (" << scope << ") with " << backend->source()
               << "; Ctrl-C to stop\n";
@@ -211,7 +216,7 @@ int run_trace(const TraceArgs& args) {
                                     {"lost_events", lost},
                                     {"signals",
                                      rows_json(tracker, seconds, false, args.threshold, causes)}}
-                         .dump()
+                         .dump(-1, ' ', false, kUtf8Replace)
                   << std::endl;
       } else {
         std::ostringstream screen;
@@ -250,7 +255,7 @@ int run_trace(const TraceArgs& args) {
       summary["slow_deliveries"] = slow_total;
       summary["unlogged_state_changes"] = backend->unlogged_state_changes();
     }
-    std::cout << summary.dump() << std::endl;
+    std::cout << summary.dump(-1, ' ', false, kUtf8Replace) << std::endl;
   } else {
     std::cout << "\n";
     trace::print_table(std::cout, tracker, table, total_s, true,
@@ -329,7 +334,7 @@ int measure_overhead(int count, int rounds, bool json) {
       j["events_read"] = r.tracefs.generated_seen + r.tracefs.delivered_seen;
       j["lost_events"] = r.tracefs.lost_events;
     }
-    std::cout << j.dump() << std::endl;
+    std::cout << j.dump(-1, ' ', false, kUtf8Replace) << std::endl;
   } else {
     std::cout << fmt::format(
         "self-signal storm (kill + empty handler), {} signals per run, {} rounds of untraced, "
@@ -351,33 +356,49 @@ const CommandRegistrar kTrace{
       cmd->footer(
           "For a verdict on one process (can its signals wait for a busy thread?), see "
           "`doorbell inspect PID`.");
-      cmd->add_option("-p,--pid", args->pid, "trace only the signals received by this process");
+      // Every number has a declared range (apps/doorbell/options.h): 0 and
+      // NaN never mean "forever", 1e300 never overflows the deadline.
+      cmd->add_option("-p,--pid", args->pid, "trace only the signals received by this process")
+          ->check(number_in(1, 4194304));
       cmd->add_option("--threshold", args->threshold,
                       "flag a receiver above this many signals per second")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(number_in(0.001, 1e12));
       cmd->add_option("--duration", args->duration_s,
-                      "stop after this many seconds (default: Ctrl-C)");
+                      "stop after this many seconds (default: Ctrl-C)")
+          ->check(number_in(0.01, 1e7));
       cmd->add_option("--interval", args->interval_s, "refresh every this many seconds")
-          ->capture_default_str();
-      cmd->add_option("--top", args->top, "rows shown per refresh")->capture_default_str();
+          ->capture_default_str()
+          ->check(number_in(0.05, 86400));
+      cmd->add_option("--top", args->top, "rows shown per refresh")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 100000));
       cmd->add_flag("--json", args->json,
                     "one JSON object per line: start, each interval, summary");
-      cmd->add_flag("--measure-overhead", args->overhead,
-                    "measure what tracing costs: self-signals per second with and without it");
+      auto* overhead =
+          cmd->add_flag("--measure-overhead", args->overhead,
+                        "measure what tracing costs: self-signals per second with and without it");
       cmd->add_option("--storm-signals", args->overhead_signals,
                       "signals per storm run for --measure-overhead")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(1000, 100000000))
+          ->needs(overhead);
       cmd->add_option("--storm-rounds", args->overhead_rounds,
                       "rounds of --measure-overhead (each runs untraced, tracefs and bpf)")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000))
+          ->needs(overhead);
       auto* backend = cmd->add_option("--backend", args->backend,
-                                      "bpf or tracefs (default: bpf where it loads, else tracefs)");
+                                      "bpf or tracefs (default: bpf where it loads, else tracefs)")
+                          ->check(CLI::IsMember({"bpf", "tracefs"}));
       cmd->add_option("--slow-us", args->slow_us,
                       "bpf: report each delivery that waited at least this many microseconds")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(number_in(0, 3.6e9));
       cmd->callback([args, backend] {
         if (!(args->threshold > 0)) throw UsageError("trace: --threshold must be above 0");
-        if (args->duration_s < 0) throw UsageError("trace: --duration must not be negative");
+        if (args->duration_s < 0 || args->duration_s > 1e7)
+          throw UsageError("trace: --duration must be 0.01..1e7 seconds");
         if (!(args->interval_s >= 0.05))
           throw UsageError("trace: --interval must be at least 0.05 s");
         if (args->top < 1) throw UsageError("trace: --top must be at least 1");

@@ -119,7 +119,9 @@
 //   the cgroups (OnSchedulerExit::kill: v2 cgroup.kill, v1 freeze and kill
 //   each), thaws every cgroup, SIGCONTs every partition and its group, kills
 //   them (OnSchedulerExit::kill) or leaves them running, and removes the
-//   cgroups. The scheduler does the same itself on a normal return.
+//   cgroups and the directories an observer asked it to remove
+//   (WindowObserver::remove_on_exit: the lab's tracing instance). The
+//   scheduler does the same itself on a normal return.
 //   A partition holds PR_SET_PDEATHSIG(SIGKILL) only until the guardian holds
 //   its pidfd (a handshake before its first stop), so OnSchedulerExit::resume
 //   holds even before a partition's first window. If a partition's pidfd
@@ -230,12 +232,25 @@ inline constexpr std::size_t kStopLeadHistory = 32;
 // window_ns; 0 when recent is empty or max_lead_ns <= 0.
 int64_t stop_lead_ns(std::vector<int64_t> recent, int64_t max_lead_ns, int64_t window_ns);
 
-// A measurement source plugged into run(). Both calls come from the thread
-// that called run(); an exception from either ends run() (after cleaning up)
+// A directory an observer made for the run (a tracing instance) that must
+// not outlive it: `name`, relative to the directory open as `dir_fd`.
+struct ObserverDirectory {
+  int dir_fd = -1;  // the observer's; the guardian gets a copy
+  std::string name;
+};
+
+// A measurement source plugged into run(). Its calls come from the thread
+// that called run(); an exception from one ends run() (after cleaning up)
 // with that exception.
 class WindowObserver {
  public:
   virtual ~WindowObserver() = default;
+  // Once, right after partitions_started(): directories to remove when
+  // the scheduler ends, whichever way (SIGKILL too): they are handed to the
+  // guardian ("Safety"), which removes them after run() returns or the
+  // scheduler dies. Between partitions_started() and this call a SIGKILL
+  // leaves them to the observer's own next start.
+  virtual std::vector<ObserverDirectory> remove_on_exit() { return {}; }
   // Once, when every partition is started and suspended, before the
   // start-up exec (see "Start-up": no partition has run its own code or
   // made a thread yet) and before frame 0's clock starts. pids: per

@@ -75,8 +75,18 @@ std::string where_threads_wait(const ProcessSnapshot& p) {
 }
 
 std::string percent(double share) {
-  return fmt::format("{:.0f}%", std::max(0.0, share) * 100.0);
+  return fmt::format("{:.0f}%", std::clamp(share, 0.0, 1.0) * 100.0);
 }
+
+}  // namespace
+
+std::string cpu_share_text(double share) {
+  share = std::max(0.0, share);
+  return share < 1 ? fmt::format("{:.0f}% of a CPU", share * 100.0)
+                   : fmt::format("{:.1f} CPUs", share);
+}
+
+namespace {
 
 // The thread complete_signal() would pick now, or nullptr.
 const ThreadSnapshot* kernel_choice(const ProcessSnapshot& p, int signo) {
@@ -95,7 +105,12 @@ struct Risk {
   const ThreadSnapshot* thread = nullptr;
   std::vector<pid_t> busy_peers;
   bool busy_itself = false;
+  double short_lived_share = -1;  // >= 0: short-lived threads as busy as one busy thread
 };
+
+bool short_lived_busy(const ProcessSnapshot& p) {
+  return p.short_lived_share >= kBusyShare;
+}
 
 // Why a non-real-time thread can make the signal wait, if it can.
 std::optional<Risk> risk_of(const ProcessSnapshot& p, const ThreadSnapshot& t) {
@@ -106,7 +121,10 @@ std::optional<Risk> risk_of(const ProcessSnapshot& p, const ThreadSnapshot& t) {
   for (const auto& u : p.threads)
     if (u.tid != t.tid && !gone(u) && is_busy(u) && share_cpus(t, u))
       risk.busy_peers.push_back(u.tid);
-  if (!risk.busy_itself && risk.busy_peers.empty()) return std::nullopt;
+  // Their CPUs are not known (they are gone): taken to be shared.
+  if (short_lived_busy(p)) risk.short_lived_share = p.short_lived_share;
+  if (!risk.busy_itself && risk.busy_peers.empty() && risk.short_lived_share < 0)
+    return std::nullopt;
   return risk;
 }
 
@@ -121,11 +139,18 @@ std::string risk_reason(const ProcessSnapshot& p, const Risk& risk, bool chosen_
                                   percent(t.run_share + t.wait_share), percent(t.wait_share))
                             : ", busy itself (State R)";
   }
+  const std::string cpus =
+      fmt::format("{} {}", t.cpus_allowed.size() == 1 ? "CPU" : "CPUs", t.cpus_allowed_list);
   if (!risk.busy_peers.empty())
-    why +=
-        fmt::format("{} shares CPUs {} with {} busy thread{} ({})",
-                    risk.busy_itself ? ", and" : ",", t.cpus_allowed_list, risk.busy_peers.size(),
-                    risk.busy_peers.size() == 1 ? "" : "s", tid_list(risk.busy_peers));
+    why += fmt::format("{} shares {} with {} busy thread{} ({})", risk.busy_itself ? ", and" : ",",
+                       cpus, risk.busy_peers.size(), risk.busy_peers.size() == 1 ? "" : "s",
+                       tid_list(risk.busy_peers));
+  if (risk.short_lived_share >= 0)
+    why += fmt::format(
+        "{} shares the machine with short-lived threads of this process that together used {} "
+        "in the window",
+        risk.busy_itself || !risk.busy_peers.empty() ? ", and" : ",",
+        cpu_share_text(risk.short_lived_share));
   why += ": the signal waits for that thread's next time slice";
   return why;
 }
@@ -244,7 +269,8 @@ void judge_receivers(const ProcessSnapshot& p, SignalVerdict& v) {
           "lands on {} at {}{}; no busy thread shares its CPUs now, so it runs soon, but nothing "
           "bounds the wait under load",
           thread_label(t, p.pid), policy_name(t.policy, t.rt_priority),
-          eligible.size() > 1 ? fmt::format(" (or one of {} other threads)", eligible.size() - 1)
+          eligible.size() > 1 ? fmt::format(" (or {} other thread{})", eligible.size() - 1,
+                                            eligible.size() == 2 ? "" : "s")
                               : std::string()) +
       also_fd;
 }
@@ -287,6 +313,15 @@ std::vector<std::string> make_advice(const InspectReport& r) {
         "in every thread and read it on a SCHED_FIFO thread (SignalReceiver with "
         "Method::signalfd and fifo_priority).",
         names_where(fd_unbounded)));
+  auto discarded = [](const SignalVerdict& v) { return v.verdict == Verdict::discarded; };
+  if (any(discarded))
+    advice.push_back(fmt::format(
+        "{}: this process is the init of its PID namespace (a container's first process): the "
+        "kernel never runs their default action. To make it stop on them, install handlers "
+        "that exit (or run a small init such as tini or dumb-init, which forwards them); "
+        "SIGKILL works only from an ancestor namespace, e.g. the host (docker stop sends it "
+        "after its grace period).",
+        names_where(discarded)));
   auto pending = [](const SignalVerdict& v) { return v.verdict == Verdict::stays_pending; };
   if (any(pending))
     advice.push_back(fmt::format(
@@ -329,6 +364,8 @@ const char* verdict_name(Verdict verdict) noexcept {
       return "stays pending";
     case Verdict::ignored:
       return "ignored";
+    case Verdict::discarded:
+      return "discarded";
     case Verdict::default_action:
       return "default";
   }
@@ -347,6 +384,8 @@ const char* verdict_key(Verdict verdict) noexcept {
       return "stays_pending";
     case Verdict::ignored:
       return "ignored";
+    case Verdict::discarded:
+      return "discarded";
     case Verdict::default_action:
       return "default";
   }
@@ -405,12 +444,16 @@ std::string policy_name(int policy, int rt_priority) {
 
 bool is_busy(const ThreadSnapshot& t) noexcept {
   if (t.run_share >= 0 && t.wait_share >= 0) return t.run_share + t.wait_share >= kBusyShare;
+  // Born in the window: not measured, and not busy for long (the process's
+  // short-lived share counts such threads together).
+  if (t.new_in_window) return false;
   return t.state == 'R';
 }
 
 InspectReport analyze(const ProcessSnapshot& p) {
   InspectReport report;
   report.pid = p.pid;
+  report.asked_tid = p.asked_tid;
   report.name = p.name;
   report.queued = p.queued;
   report.queue_limit = p.queue_limit;
@@ -418,25 +461,43 @@ InspectReport analyze(const ProcessSnapshot& p) {
   report.shared_pending = p.shared_pending;
   report.window_ns = p.window_ns;
   report.fdinfo_readable = p.fdinfo_readable;
-  std::uint64_t caught = 0, ignored = 0, some_blocked = 0, all_blocked = ~std::uint64_t{0},
-                pending = p.shared_pending;
+  report.reader_is_root = p.reader_is_root;
+  report.namespace_init = p.namespace_init;
+  report.global_init = p.global_init;
+  report.namespace_pids = p.namespace_pids;
+  report.short_lived_share = p.short_lived_share;
+  report.short_lived_seen = p.short_lived_seen;
+  std::uint64_t caught = 0, ignored = 0, some_blocked = 0, pending = p.shared_pending;
+  bool any_live = false, all_stopped = true, all_traced = true;
   for (const auto& t : p.threads) {
-    report.threads.push_back({t.tid, t.name, policy_name(t.policy, t.rt_priority), is_busy(t)});
+    report.threads.push_back({t.tid, t.name, policy_name(t.policy, t.rt_priority), is_busy(t),
+                              t.new_in_window, t.state});
     if (t.pending) report.thread_pending.emplace_back(t.tid, t.pending);
     caught |= t.caught;
     ignored |= t.ignored;
     pending |= t.pending;
     if (gone(t)) continue;
+    any_live = true;
     some_blocked |= t.blocked;
-    all_blocked &= t.blocked;
+    all_stopped = all_stopped && (t.state == 'T' || t.state == 't');
+    all_traced = all_traced && t.state == 't';
   }
+  report.stopped = any_live && all_stopped;
+  if (report.stopped) report.stop_state = all_traced ? 't' : 'T';
+  const ThreadSnapshot* main = p.main_thread();  // also when it has exited
+  if (main) some_blocked |= main->blocked;
   std::uint64_t by_signalfd = 0;
   for (const auto& fd : p.signalfds) by_signalfd |= fd.mask;
-  const std::uint64_t partly_blocked = some_blocked & ~all_blocked;
   const std::uint64_t always = mask_of(SIGHUP) | mask_of(SIGINT) | mask_of(SIGQUIT) |
                                mask_of(SIGTERM) | mask_of(SIGUSR1) | mask_of(SIGUSR2);
-  const std::uint64_t shown = (caught | ignored | pending | by_signalfd | partly_blocked | always) &
+  const std::uint64_t shown = (caught | ignored | pending | by_signalfd | some_blocked | always) &
                               ~(mask_of(SIGKILL) | mask_of(SIGSTOP));
+  const std::string init_text =
+      p.global_init ? "this is the system's init (PID 1)"
+                    : fmt::format("this process is PID 1 of its PID namespace{}",
+                                  p.namespace_pids.size() > 1
+                                      ? fmt::format(" (PID {} here)", p.namespace_pids.front())
+                                      : std::string());
 
   for (int signo = 1; signo <= 64; ++signo) {
     if (!mask_has(shown, signo)) continue;
@@ -447,6 +508,7 @@ InspectReport analyze(const ProcessSnapshot& p) {
     v.signal = signo;
     v.name = doorbell::signal_name(signo);
     v.default_action = default_action_name(signo);
+    const std::string action = v.default_action;
     const bool is_caught = mask_has(caught, signo);
     const bool is_ignored = mask_has(ignored, signo);
     v.disposition = is_caught ? "handler" : is_ignored ? "ignored" : "default";
@@ -458,24 +520,75 @@ InspectReport analyze(const ProcessSnapshot& p) {
     for (const auto& fd : p.signalfds)
       if (mask_has(fd.mask, signo)) v.signalfds.push_back(fd.fd);
     if (const ThreadSnapshot* choice = kernel_choice(p, signo)) v.kernel_choice = choice->tid;
+    // The kernel's send-time checks look at the task kill() names, the main
+    // thread (sig_ignored: blocked, or waited for in sigtimedwait, is never
+    // ignored). Without a main thread in the list, every thread's mask.
+    const bool main_blocks =
+        main ? main->blocks(signo) || v.sigwait_receiver == main->tid : v.can_take.empty();
+    const bool waited = !v.signalfds.empty() || v.sigwait_receiver != 0;
+    // Threads that can take it other than by waiting for it in sigtimedwait.
+    std::vector<pid_t> takers;
+    for (const auto& t : p.threads)
+      if (std::find(v.can_take.begin(), v.can_take.end(), t.tid) != v.can_take.end() &&
+          !is_sigwait_site(t.wait_site))
+        takers.push_back(t.tid);
+    const bool disposition_ignores = is_ignored || (!is_caught && action == "ignore");
+    const bool init_refuses =
+        p.namespace_init && !is_caught && !is_ignored && action != "ignore" && action != "continue";
+    const std::string stopped_text = report.stop_state == 't'
+                                         ? "the process is stopped by a tracer (State t)"
+                                         : "the process is stopped (State T)";
 
-    if (is_ignored && !(v.can_take.empty() && !v.signalfds.empty())) {
+    if (disposition_ignores && !main_blocks) {
       v.verdict = Verdict::ignored;
-      v.reason = "SIG_IGN: the kernel discards it at send time (unless a thread blocks it)";
-    } else if (is_caught || !v.signalfds.empty() || v.sigwait_receiver != 0) {
-      judge_receivers(p, v);
-    } else if (v.default_action == std::string("ignore")) {
-      v.verdict = Verdict::ignored;
-      v.reason = "no handler, and its default action is to ignore it";
-    } else if (v.can_take.empty()) {
+      v.reason = is_ignored ? "SIG_IGN, and the main thread does not block it: the kernel "
+                              "discards it at send time"
+                            : "no handler, and its default action is to ignore it";
+    } else if (init_refuses && !main_blocks) {
+      v.verdict = Verdict::discarded;
+      v.reason = fmt::format(
+          "{}: the kernel discards a signal whose action would be the default ({}) at send time "
+          "(SIGNAL_UNKILLABLE), from whichever namespace it comes",
+          init_text, action);
+    } else if (report.stopped && signo != SIGCONT) {
       v.verdict = Verdict::stays_pending;
-      v.reason =
-          "no handler, and blocked in every thread: it stays pending until a thread "
-          "unblocks it (then its default action, " +
-          v.default_action + ", runs)" + where_threads_wait(p);
+      v.reason = fmt::format("{}: it waits until SIGCONT continues the process{}", stopped_text,
+                             disposition_ignores ? ", and is then discarded (ignored)"
+                             : init_refuses      ? ", and is then discarded (an init)"
+                             : action == "stop" && !is_caught && !waited
+                                 ? " (SIGCONT discards a pending stop signal)"
+                                 : "");
+    } else if (init_refuses && !takers.empty()) {
+      v.verdict = Verdict::discarded;
+      v.reason = fmt::format(
+          "{}: the main thread blocks it, so it is queued; thread {}, which does not, takes it "
+          "and the kernel drops it there (get_signal: an init's default action never runs, not "
+          "even a fatal one)",
+          init_text, takers.front());
+    } else if (disposition_ignores && !waited && !takers.empty()) {
+      v.verdict = Verdict::ignored;
+      v.reason = fmt::format(
+          "{}, and the main thread blocks it: the kernel queues it (a blocked signal is never "
+          "discarded at send), then thread {}, which does not block it, takes and drops it",
+          is_ignored ? "SIG_IGN" : "its default action is to ignore it", takers.front());
+    } else if (is_caught || waited) {
+      judge_receivers(p, v);
+    } else if (disposition_ignores || init_refuses || v.can_take.empty()) {
+      v.verdict = Verdict::stays_pending;
+      v.reason = fmt::format(
+                     "{}: it stays pending until a thread unblocks it{}",
+                     disposition_ignores
+                         ? fmt::format(
+                               "{}, but the main thread blocks it, and the kernel queues a blocked "
+                               "signal whatever its disposition",
+                               is_ignored ? "SIG_IGN" : "its default action is to ignore it")
+                         : "no handler, and blocked in every thread",
+                     disposition_ignores ? " (then it is discarded)"
+                     : init_refuses      ? fmt::format(" (then it is discarded: {})", init_text)
+                                    : fmt::format(" (then its default action, {}, runs)", action)) +
+                 where_threads_wait(p);
     } else {
       v.verdict = Verdict::default_action;
-      const std::string action = v.default_action;
       if (action == "stop")
         v.reason = fmt::format(
             "no handler: it stops the process; the group stop starts only when "

@@ -24,11 +24,27 @@
 //   fair_share   it lands on a SCHED_OTHER thread, but no busy thread shares
 //                its CPUs now: quick today, not bounded under load.
 //   stays_pending  blocked in every thread and no signalfd reads it: it
-//                stays pending until a thread unblocks it or waits for it.
+//                stays pending until a thread unblocks it or waits for it;
+//                also every signal but SIGCONT to a stopped process (State
+//                T), until SIGCONT, and an ignored signal the main thread
+//                blocks (the kernel queues a blocked signal whatever its
+//                disposition).
 // and for the others:
-//   ignored      SIG_IGN, or a default action of "ignore" (SIGCHLD, ...).
+//   ignored      SIG_IGN, or a default action of "ignore" (SIGCHLD, ...),
+//                and the main thread does not block it: discarded at send.
+//   discarded    a default action the kernel refuses to run: the process is
+//                PID 1 of its PID namespace (SIGNAL_UNKILLABLE), and the
+//                signal is dropped at send time (kernel/signal.c
+//                sig_task_ignored) or by the thread that takes it
+//                (get_signal). From any namespace: only SIGKILL and SIGSTOP
+//                depend on the sender's (an ancestor's are forced), and
+//                those are not listed (InspectReport::namespace_init).
 //   default_action  no handler: the default action (terminate, core dump,
 //                stop) runs; a fatal one wakes every thread (group exit).
+//
+// Which thread's mask decides: the main thread's, for a blocked-and-ignored
+// signal (the kernel checks the task kill() names, the thread-group leader,
+// in sig_ignored()), and for an init's default action.
 #pragma once
 
 #include <string>
@@ -38,7 +54,15 @@
 
 namespace doorbell::lab::inspect {
 
-enum class Verdict { bounded, at_risk, fair_share, stays_pending, ignored, default_action };
+enum class Verdict {
+  bounded,
+  at_risk,
+  fair_share,
+  stays_pending,
+  ignored,
+  discarded,
+  default_action
+};
 const char* verdict_name(Verdict verdict) noexcept;  // "bounded", "at risk", ...
 const char* verdict_key(Verdict verdict) noexcept;   // "bounded", "at_risk", ... (JSON)
 
@@ -66,11 +90,30 @@ struct ThreadSummary {
   std::string name;
   std::string policy;  // "SCHED_OTHER", "SCHED_FIFO 50", ...
   bool busy = false;   // runnable at least half of the window (or State R without a window)
+  // Born during the window (or its TID reused): its share is unknown, and
+  // it is never counted busy (ProcessSnapshot::short_lived_share counts it).
+  bool new_in_window = false;
+  char state = '?';
 };
 
 struct InspectReport {
   pid_t pid = 0;
+  pid_t asked_tid = 0;  // the thread id asked for, when it was not the process id
   std::string name;
+  // Every live thread is stopped (State T: a group stop) or traced (t):
+  // signals other than SIGKILL and SIGCONT wait until it is continued.
+  bool stopped = false;
+  char stop_state = 0;  // 'T' or 't' when stopped
+  // PID 1 of its PID namespace (see Verdict::discarded), the system's init
+  // when global_init; namespace_pids as in ProcessSnapshot.
+  bool namespace_init = false;
+  bool global_init = false;
+  std::vector<pid_t> namespace_pids;
+  // Short-lived threads: the share of a CPU used in the window by threads
+  // not there for all of it (-1 not measured), and how many new ones were
+  // seen. At kBusyShare or more they count as one busy peer.
+  double short_lived_share = -1;
+  int short_lived_seen = 0;
   std::vector<ThreadSummary> threads;
   std::vector<SignalVerdict> signals;  // in signal order
   // Queue pressure.
@@ -82,16 +125,22 @@ struct InspectReport {
   std::vector<std::string> advice;
   std::uint64_t window_ns = 0;
   bool fdinfo_readable = true;  // false: signalfds unknown (see ProcessSnapshot)
+  bool reader_is_root = false;  // ... and whether root was refused
 };
 
 // Signals reported: every caught, ignored, pending, signalfd-read or
-// partly blocked signal, and always SIGHUP, SIGINT, SIGQUIT, SIGTERM,
-// SIGUSR1, SIGUSR2 (the ones users send). Never SIGKILL and SIGSTOP, nor the
-// C library's reserved signals below SIGRTMIN.
+// blocked (in any thread) signal, and always SIGHUP, SIGINT, SIGQUIT,
+// SIGTERM, SIGUSR1, SIGUSR2 (the ones users send). Never SIGKILL and
+// SIGSTOP, nor the C library's reserved signals below SIGRTMIN. A signal not
+// reported has no handler, is not ignored, blocked or pending: its default
+// action runs (an init discards it).
 InspectReport analyze(const ProcessSnapshot& process);
 
 // "SCHED_FIFO 50", "SCHED_OTHER", "SCHED_BATCH", ...
 std::string policy_name(int policy, int rt_priority);
+
+// CPU time as a share of one CPU: "95% of a CPU", "1.9 CPUs".
+std::string cpu_share_text(double share);
 
 // Whether a thread counts as busy (see ThreadSummary::busy).
 bool is_busy(const ThreadSnapshot& thread) noexcept;

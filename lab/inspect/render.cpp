@@ -115,18 +115,51 @@ std::string measured_check(Verdict verdict, const MeasuredSignal& m, std::uint64
   return fmt::format("{} taken, all within {}", paired, format_duration(m.max_ns));
 }
 
+std::string init_note(const InspectReport& r) {
+  if (!r.namespace_init) return {};
+  if (r.global_init)
+    return "the system's init (PID 1): the kernel runs no default action of a signal sent to it, "
+           "and never delivers SIGKILL or SIGSTOP to it";
+  return fmt::format(
+      "PID 1 of its PID namespace{}: the kernel runs no default action of a signal sent to it; "
+      "SIGKILL and SIGSTOP reach it only from an ancestor namespace (this one{})",
+      r.namespace_pids.size() > 1
+          ? fmt::format(" ({} namespaces deep)", r.namespace_pids.size() - 1)
+          : "",
+      r.namespace_pids.size() > 1 ? " is one" : " may be its own");
+}
+
 std::string render_text(const InspectReport& r, const WatchResult* watch) {
   std::string out;
   std::size_t busy = 0;
   for (const auto& t : r.threads) busy += t.busy;
-  out += fmt::format("process {} ({}): {} thread{}, {} busy", r.pid, r.name, r.threads.size(),
-                     r.threads.size() == 1 ? "" : "s", busy);
+  if (r.asked_tid != 0)
+    out += fmt::format("thread {} belongs to process {}; signals go to the process:\n", r.asked_tid,
+                       r.pid);
+  out += fmt::format("process {} ({}): ", r.pid, r.name);
+  if (r.stopped)
+    out += r.stop_state == 't'
+               ? "stopped by a tracer (State t): signals other than SIGKILL wait until the "
+                 "tracer lets it go; "
+               : "stopped (State T): signals other than SIGKILL and SIGCONT wait until SIGCONT "
+                 "continues it; ";
+  out +=
+      fmt::format("{} thread{}, {} busy", r.threads.size(), r.threads.size() == 1 ? "" : "s", busy);
   out += r.window_ns ? fmt::format(" (runnable >= 50% of a {} window)\n",
                                    format_duration(static_cast<double>(r.window_ns)))
                      : " (State R; no sampling window)\n";
+  if (r.namespace_init) out += "  " + init_note(r) + ".\n";
+  if (r.short_lived_seen > 0 || r.short_lived_share >= 0.1)
+    out += fmt::format(
+        "  short-lived threads: {} born in the window still there at its end (BUSY \"new\"); "
+        "threads not there for the whole window used {}\n",
+        r.short_lived_seen, cpu_share_text(r.short_lived_share));
   out += fmt::format("  {:>8}  {:<16} {:<14} {}\n", "TID", "NAME", "POLICY", "BUSY");
   for (const auto& t : r.threads)
-    out += fmt::format("  {:>8}  {:<16} {:<14} {}\n", t.tid, t.name, t.policy, t.busy ? "yes" : "");
+    out += fmt::format("  {:>8}  {:<16} {:<14} {}\n", t.tid, t.name, t.policy,
+                       t.busy            ? "yes"
+                       : t.new_in_window ? "new"
+                                         : "");
   out += "\n";
   out += fmt::format("  {:<11} {:<8} {:<13} {:<16} {:<8} {:<20} {}\n", "SIGNAL", "HANDLER",
                      "VERDICT", "CAN TAKE IT", "CHOSEN", "RECEIVER", "DEFAULT");
@@ -147,9 +180,12 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
         "  no signal has a handler, a signalfd or a sigwait receiver: each one listed is "
         "ignored or takes its default action.\n";
   if (!r.fdinfo_readable)
-    out +=
-        "  (signalfds unknown: /proc/PID/fdinfo needs ptrace-read access to this process; "
-        "run as its user or as root)\n";
+    out += r.reader_is_root
+               ? "  (signalfds unknown: the kernel refuses /proc/PID/fdinfo even to root: its "
+                 "ptrace-read check fails (the process is not dumpable, holds capabilities this "
+                 "one lacks, or a security module denies it))\n"
+               : "  (signalfds unknown: /proc/PID/fdinfo needs ptrace-read access to this process; "
+                 "run as its user or as root)\n";
   out += "\nQueue: ";
   out += r.queued >= 0 ? fmt::format(
                              "SigQ {}/{} (queued signals of the process's user / its "
@@ -164,17 +200,19 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
   out += "\n";
   if (watch != nullptr) {
     out += fmt::format(
-        "\nPending, sampled every {} for {} ({} samples; a signal pending between "
+        "\nPending, sampled every {} for {} ({} sample{}{}; a signal pending between "
         "two samples is not seen; durations are lower bounds):\n",
         format_duration(static_cast<double>(watch->period_ns)),
-        format_duration(static_cast<double>(watch->duration_ns)), watch->watch.sample_count());
+        format_duration(static_cast<double>(watch->duration_ns)), watch->watch.sample_count(),
+        watch->watch.sample_count() == 1 ? "" : "s",
+        watch->ended_early.empty() ? "" : "; " + watch->ended_early);
     const auto entries = watch->watch.entries();
     if (entries.empty()) out += "  nothing was pending at any sample\n";
     for (const auto& e : entries)
-      out += fmt::format("  {:<11} {:<14} seen in {} samples, {} episode{}, longest >= {}{}\n",
+      out += fmt::format("  {:<11} {:<14} seen in {} sample{}, {} episode{}, longest >= {}{}\n",
                          doorbell::signal_name(e.signal),
-                         e.tid ? fmt::format("thread {}", e.tid) : "shared", e.samples, e.episodes,
-                         e.episodes == 1 ? "" : "s",
+                         e.tid ? fmt::format("thread {}", e.tid) : "shared", e.samples,
+                         e.samples == 1 ? "" : "s", e.episodes, e.episodes == 1 ? "" : "s",
                          format_duration(static_cast<double>(e.longest_ns)),
                          e.pending_now ? " (still pending)" : "");
   }
@@ -189,12 +227,26 @@ nlohmann::ordered_json render_json(const InspectReport& r, const WatchResult* wa
   j["schema"] = "doorbell-inspect";
   j["version"] = 1;
   j["pid"] = r.pid;
+  if (r.asked_tid != 0) j["asked_tid"] = r.asked_tid;
   j["name"] = r.name;
+  j["stopped"] = r.stopped;
+  if (r.namespace_init)
+    j["namespace_init"] = {{"global", r.global_init},
+                           {"namespace_pids", r.namespace_pids},
+                           {"kill_from_inside", false},
+                           {"kill_from_ancestor", !r.global_init},
+                           {"note", init_note(r)}};
+  j["short_lived_threads"] = {{"seen", r.short_lived_seen}, {"cpu_share", r.short_lived_share}};
   j["window_ns"] = r.window_ns;
   j["fdinfo_readable"] = r.fdinfo_readable;
   auto& threads = j["threads"] = nlohmann::ordered_json::array();
   for (const auto& t : r.threads)
-    threads.push_back({{"tid", t.tid}, {"name", t.name}, {"policy", t.policy}, {"busy", t.busy}});
+    threads.push_back({{"tid", t.tid},
+                       {"name", t.name},
+                       {"policy", t.policy},
+                       {"busy", t.busy},
+                       {"new_in_window", t.new_in_window},
+                       {"state", std::string(1, t.state)}});
   auto& signals = j["signals"] = nlohmann::ordered_json::array();
   for (const auto& v : r.signals) {
     signals.push_back({{"signal", v.signal},
@@ -230,6 +282,7 @@ nlohmann::ordered_json render_json(const InspectReport& r, const WatchResult* wa
     w["period_ns"] = watch->period_ns;
     w["duration_ns"] = watch->duration_ns;
     w["samples"] = watch->watch.sample_count();
+    w["ended"] = watch->ended_early.empty() ? "duration reached" : watch->ended_early;
     auto& entries = w["pending"] = nlohmann::ordered_json::array();
     for (const auto& e : watch->watch.entries())
       entries.push_back({{"signal", e.signal},

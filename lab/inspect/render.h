@@ -49,6 +49,9 @@ struct WatchResult {
   std::uint64_t duration_ns = 0;
   PendingWatch watch;
   MeasuredWatch measured;
+  // Empty when it ran its whole duration; else why it ended sooner ("the
+  // process exited after 1.5 s"): the samples taken until then stand.
+  std::string ended_early;
 };
 
 std::string render_text(const InspectReport& report, const WatchResult* watch);

@@ -34,13 +34,23 @@ std::optional<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
+std::uint64_t monotonic_now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
 [[noreturn]] void fail_read(pid_t pid, const std::string& path, int error) {
   if (!process_exists(pid))
     throw ProcessGone("process " + std::to_string(pid) + " does not exist (or exited while read)");
-  throw InspectError("cannot read " + path + ": " + std::strerror(error) +
-                     (error == EACCES || error == EPERM
-                          ? " (inspect a process of your own user, or run as root)"
-                          : ""));
+  std::string hint;
+  if (error == EACCES || error == EPERM)
+    hint = ::geteuid() == 0 ? " (refused even to root by the kernel's ptrace-read check: the "
+                              "process is not dumpable, holds capabilities this one lacks, or a "
+                              "security module denies it)"
+                            : " (inspect a process of your own user, or run as root)";
+  throw InspectError("cannot read " + path + ": " + std::strerror(error) + hint);
 }
 
 std::string_view trim(std::string_view s) {
@@ -168,6 +178,7 @@ std::optional<ThreadSnapshot> read_thread(pid_t pid, pid_t tid) {
   if (!parse_task_stat(*stat, thread)) return std::nullopt;  // empty read: it exited
   if (auto comm = read_file(dir + "/comm")) thread.name = std::string(trim(*comm));
   if (auto schedstat = read_file(dir + "/schedstat")) {
+    thread.read_ns = monotonic_now_ns();
     unsigned long long run = 0, wait = 0;
     if (std::sscanf(schedstat->c_str(), "%llu %llu", &run, &wait) == 2) {
       thread.run_ns = run;
@@ -261,7 +272,18 @@ bool parse_task_stat(std::string_view text, ThreadSnapshot& thread) {
   thread.processor = static_cast<int>(field(39));
   thread.rt_priority = static_cast<int>(field(40));
   thread.policy = static_cast<int>(field(41));
+  thread.start_time = static_cast<std::uint64_t>(field(22));
   return true;
+}
+
+std::vector<pid_t> parse_namespace_pids(std::string_view status) {
+  std::vector<pid_t> ids;
+  for_each_field(status, [&](std::string_view key, std::string_view value) {
+    if (key != "NSpid") return;
+    std::istringstream in{std::string(value)};
+    for (long id; in >> id;) ids.push_back(static_cast<pid_t>(id));
+  });
+  return ids;
 }
 
 long parse_limits_sigpending(std::string_view text) {
@@ -288,16 +310,58 @@ std::optional<std::uint64_t> parse_signalfd_fdinfo(std::string_view text) {
   return mask;
 }
 
+namespace {
+
+// utime + stime of /proc/PID/stat (every thread the process ever had, the
+// dead ones included), in ns; state and parent from the same line.
+bool read_process_stat(const std::string& base, ProcessSnapshot& process) {
+  const auto text = read_file(base + "/stat");
+  if (!text) return false;
+  const auto close = text->rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream in{text->substr(close + 1)};
+  std::vector<std::string> fields;  // fields[0] is field 3 (state)
+  for (std::string field; in >> field;) fields.push_back(field);
+  if (fields.size() < 15 - 3 + 1) return false;
+  process.state = fields[0].empty() ? '?' : fields[0][0];
+  const long ticks = ::sysconf(_SC_CLK_TCK);
+  const double tick_ns = ticks > 0 ? 1e9 / static_cast<double>(ticks) : 1e7;
+  const double cpu = static_cast<double>(std::strtoull(fields[14 - 3].c_str(), nullptr, 10) +
+                                         std::strtoull(fields[15 - 3].c_str(), nullptr, 10));
+  process.cpu_ns = static_cast<std::uint64_t>(cpu * tick_ns);
+  return true;
+}
+
+bool dead(const ThreadSnapshot& t) {
+  return t.state == 'Z' || t.state == 'X' || t.state == 'x';
+}
+
+}  // namespace
+
 ProcessSnapshot read_process(pid_t pid) {
   if (pid <= 0) throw ProcessGone("no process has the id " + std::to_string(pid));
-  const std::string base = "/proc/" + std::to_string(pid);
   ProcessSnapshot process;
   process.pid = pid;
+  process.reader_is_root = ::geteuid() == 0;
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   process.online_cpus = cpus > 0 ? static_cast<int>(cpus) : 1;
 
-  const auto status = read_file(base + "/status");
+  std::string base = "/proc/" + std::to_string(pid);
+  auto status = read_file(base + "/status");
   if (!status) fail_read(pid, base + "/status", errno);
+  // A thread id: /proc/TID is that thread's view of its process; read the
+  // process under its own id, so that its main thread is found.
+  pid_t tgid = pid;
+  for_each_field(*status, [&](std::string_view key, std::string_view value) {
+    if (key == "Tgid") std::from_chars(value.data(), value.data() + value.size(), tgid);
+  });
+  if (tgid > 0 && tgid != pid) {
+    process.asked_tid = pid;
+    process.pid = pid = tgid;
+    base = "/proc/" + std::to_string(pid);
+    status = read_file(base + "/status");
+    if (!status) fail_read(pid, base + "/status", errno);
+  }
   for_each_field(*status, [&](std::string_view key, std::string_view value) {
     if (key == "Name")
       process.name = std::string(value);
@@ -305,7 +369,18 @@ ProcessSnapshot read_process(pid_t pid) {
       process.shared_pending = parse_mask(value);
     else if (key == "SigQ")
       std::sscanf(std::string(value).c_str(), "%ld/%ld", &process.queued, &process.queue_limit);
+    else if (key == "PPid")
+      std::from_chars(value.data(), value.data() + value.size(), process.parent);
   });
+  process.namespace_pids = parse_namespace_pids(*status);
+  process.namespace_init =
+      process.namespace_pids.empty() ? pid == 1 : process.namespace_pids.back() == 1;
+  if (process.namespace_init && process.namespace_pids.size() <= 1) {
+    const auto kthreadd = read_file("/proc/2/comm");
+    process.global_init = kthreadd && trim(*kthreadd) == "kthreadd";
+  }
+  if (!read_process_stat(base, process) && !process_exists(pid))
+    throw ProcessGone("process " + std::to_string(pid) + " exited while it was read");
   if (const auto limits = read_file(base + "/limits"))
     process.rlimit_sigpending = parse_limits_sigpending(*limits);
 
@@ -313,6 +388,11 @@ ProcessSnapshot read_process(pid_t pid) {
     if (auto thread = read_thread(pid, tid)) process.threads.push_back(std::move(*thread));
   if (process.threads.empty())
     throw ProcessGone("process " + std::to_string(pid) + " exited while it was read");
+  if (std::all_of(process.threads.begin(), process.threads.end(), dead))
+    throw ProcessGone("process " + std::to_string(pid) + " (" + process.name +
+                      ") has exited: it is a zombie that its parent (process " +
+                      std::to_string(process.parent) +
+                      ") has not reaped yet; a signal sent to it is discarded");
 
   // signalfds. fdinfo may be unreadable for another user's process even
   // where status is readable: then say so rather than report "none".
@@ -330,6 +410,7 @@ ProcessSnapshot read_process(pid_t pid) {
     }
   } else if (errno == EACCES || errno == EPERM) {
     process.fdinfo_readable = false;  // status was readable: report without signalfds
+    process.fdinfo_error = errno;
   } else {
     fail_read(pid, fdinfo, errno);
   }
@@ -342,24 +423,53 @@ ProcessSnapshot read_process(pid_t pid) {
 
 ProcessSnapshot sample_process(pid_t pid, std::chrono::nanoseconds window) {
   const ProcessSnapshot first = read_process(pid);
-  timespec start{}, end{};
-  ::clock_gettime(CLOCK_MONOTONIC, &start);
+  const std::uint64_t start = monotonic_now_ns();
   std::this_thread::sleep_for(window);
-  ProcessSnapshot second = read_process(pid);
-  ::clock_gettime(CLOCK_MONOTONIC, &end);
+  // Under its process id: a thread id asked for was resolved by the first read.
+  ProcessSnapshot second = read_process(first.pid);
+  second.asked_tid = first.asked_tid;
+  const std::uint64_t end = monotonic_now_ns();
   // The window runs from the end of the first read to the end of the second
   // read: a slight overestimate, so the shares err low.
-  const double elapsed = static_cast<double>(end.tv_sec - start.tv_sec) * 1e9 +
-                         static_cast<double>(end.tv_nsec - start.tv_nsec);
-  second.window_ns = static_cast<std::uint64_t>(elapsed);
+  second.window_ns = end > start ? end - start : 0;
+  if (second.window_ns == 0) return second;
+  // Each thread's share over the time between its own two reads (a read of
+  // many threads takes a while: one window for all would err high), within
+  // [0, 1]. A thread that was not there at the first read, or whose TID now
+  // belongs to a newer thread (another start time), has none.
+  std::uint64_t matched_run_ns = 0;
   for (auto& thread : second.threads) {
-    const auto before = std::find_if(first.threads.begin(), first.threads.end(),
-                                     [&](const auto& t) { return t.tid == thread.tid; });
-    if (before == first.threads.end() || !before->has_schedstat || !thread.has_schedstat ||
-        elapsed <= 0)
+    const auto before = std::find_if(
+        first.threads.begin(), first.threads.end(),
+        [&](const auto& t) { return t.tid == thread.tid && t.start_time == thread.start_time; });
+    if (before == first.threads.end()) {
+      thread.new_in_window = true;
+      if (!dead(thread)) ++second.short_lived_seen;
       continue;
-    thread.run_share = static_cast<double>(thread.run_ns - before->run_ns) / elapsed;
-    thread.wait_share = static_cast<double>(thread.wait_ns - before->wait_ns) / elapsed;
+    }
+    if (!before->has_schedstat || !thread.has_schedstat || thread.read_ns <= before->read_ns ||
+        thread.run_ns < before->run_ns || thread.wait_ns < before->wait_ns)
+      continue;
+    const double span = static_cast<double>(thread.read_ns - before->read_ns);
+    matched_run_ns += thread.run_ns - before->run_ns;
+    thread.run_share =
+        std::clamp(static_cast<double>(thread.run_ns - before->run_ns) / span, 0.0, 1.0);
+    thread.wait_share = std::clamp(static_cast<double>(thread.wait_ns - before->wait_ns) / span,
+                                   0.0, 1.0 - thread.run_share);
+  }
+  // What the threads present throughout did not use of the process's CPU
+  // time went to threads born or dead in the window (stat's figures are in
+  // clock ticks: a few percent of a 200 ms window).
+  if (second.cpu_ns >= first.cpu_ns) {
+    const double other =
+        static_cast<double>(second.cpu_ns - first.cpu_ns) - static_cast<double>(matched_run_ns);
+    // stat truncates to a clock tick at each read: less than two ticks of
+    // difference is that rounding, not threads (it would be all of a 10 ms
+    // window).
+    const long ticks = ::sysconf(_SC_CLK_TCK);
+    const double tick_ns = ticks > 0 ? 1e9 / static_cast<double>(ticks) : 1e7;
+    second.short_lived_share =
+        other < 2 * tick_ns ? 0.0 : other / static_cast<double>(second.window_ns);
   }
   return second;
 }
@@ -372,15 +482,17 @@ PendingSnapshot read_pending(pid_t pid) {
   for_each_field(*status, [&](std::string_view key, std::string_view value) {
     if (key == "ShdPnd") pending.shared = parse_mask(value);
   });
+  bool all_dead = true;
   for (const pid_t tid : list_threads(pid)) {
     const auto text = read_file(base + "/task/" + std::to_string(tid) + "/status");
     if (!text) continue;
     ThreadSnapshot thread;
     parse_task_status(*text, thread);
+    all_dead = all_dead && dead(thread);
     pending.threads.emplace_back(tid, thread.pending);
   }
-  if (!process_exists(pid))
-    throw ProcessGone("process " + std::to_string(pid) + " exited while it was read");
+  if (!process_exists(pid) || all_dead)
+    throw ProcessGone("process " + std::to_string(pid) + " exited");
   return pending;
 }
 

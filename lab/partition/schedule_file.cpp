@@ -1,10 +1,15 @@
 #include "lab/partition/schedule_file.h"
 
+#include <sched.h>
+#include <sys/stat.h>
+
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -151,7 +156,7 @@ Schedule schedule_from(const toml::table& root) {
       for (const toml::node& cpu : *array) {
         const auto* i = cpu.as_integer();
         if (i == nullptr) throw ScheduleError(line_of(cpu), "cpus must be an array of integers");
-        if (i->get() < 0 || i->get() >= 1024)
+        if (i->get() < 0 || i->get() >= CPU_SETSIZE)
           throw ScheduleError(line_of(cpu), "CPU " + std::to_string(i->get()) + " is out of range");
         p.cpus.push_back(static_cast<int>(i->get()));
       }
@@ -189,7 +194,36 @@ Schedule schedule_from(const toml::table& root) {
   return s;
 }
 
+// The CPUs this process may run on (its affinity mask: online and allowed).
+bool usable_cpu(const cpu_set_t& set, int cpu) {
+  return cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set);
+}
+
 }  // namespace
+
+void check_cpus_usable(const partition::Schedule& schedule, const std::string& file) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return;  // unknown: the run will say
+  for (const auto& p : schedule.partitions)
+    for (std::size_t i = 0; i < p.cpus.size(); ++i) {
+      if (usable_cpu(set, p.cpus[i])) continue;
+      std::string usable;  // "0-1", "0,2-3"
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!usable_cpu(set, cpu)) continue;
+        int last = cpu;
+        while (last + 1 < CPU_SETSIZE && usable_cpu(set, last + 1)) ++last;
+        usable += (usable.empty() ? "" : ",") + std::to_string(cpu) +
+                  (last > cpu ? "-" + std::to_string(last) : std::string());
+        cpu = last;
+      }
+      throw ScheduleFileError(file, p.line,
+                              fmt::format("partition '{}': CPU {} is not available here (this "
+                                          "process may use CPUs {}); the kernel would not run "
+                                          "it there",
+                                          p.name, p.cpus[i], usable));
+    }
+}
 
 ScheduleFileError::ScheduleFileError(std::string file, int line, std::string message)
     : std::runtime_error(line > 0 ? fmt::format("{}:{}: {}", file, line, message)
@@ -214,10 +248,18 @@ Schedule parse_schedule_toml(std::string_view text, std::string_view source_name
 }
 
 Schedule load_schedule_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw ScheduleFileError("cannot read schedule file '" + path +
+                            "': it is a directory (give a .toml file)");
+  errno = 0;
   std::ifstream in(path);
+  const int open_error = errno;
   std::ostringstream text;
   if (in) text << in.rdbuf();
-  if (!in || in.bad()) throw ScheduleFileError("cannot read schedule file '" + path + "'");
+  if (!in || in.bad())
+    throw ScheduleFileError("cannot read schedule file '" + path +
+                            "': " + std::strerror(open_error ? open_error : EIO));
   return parse_schedule_toml(text.str(), path);
 }
 

@@ -59,7 +59,14 @@ class ScheduleFileError : public std::runtime_error {
 partition::Schedule parse_schedule_toml(std::string_view text, std::string_view source_name);
 
 // Reads `path` and parses it (the path is the errors' FILE). A file that
-// cannot be read is ScheduleFileError "cannot read schedule file 'PATH'".
+// cannot be read is ScheduleFileError "cannot read schedule file 'PATH':
+// REASON" ("it is a directory", strerror).
 partition::Schedule load_schedule_file(const std::string& path);
+
+// Throws ScheduleFileError (the partition's line) when a partition's cpus
+// name a CPU this process may not run on (its affinity mask here): the
+// kernel would refuse or ignore it. A check of this machine, apart from the
+// parse, which is the same everywhere.
+void check_cpus_usable(const partition::Schedule& schedule, const std::string& file);
 
 }  // namespace doorbell::lab

@@ -2,6 +2,7 @@
 // (window_trace.h).
 #include "lab/partition/window_trace.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -175,6 +176,11 @@ struct SchedSwitchWindows::Session {
   std::mutex mutex;
   std::condition_variable wake;
   bool stop = false;
+  int instances_fd = -1;  // the tracing dir's instances/, for the guardian
+
+  ~Session() {
+    if (instances_fd >= 0) ::close(instances_fd);
+  }
 
   void drain() {
     instance->read(*formats, [this](const tracefs::RawEvent& raw) {
@@ -246,6 +252,8 @@ void SchedSwitchWindows::partitions_started(const std::vector<pid_t>& pids) {
   if (s->switch_id < 0 || s->fork_id < 0)
     throw tracefs::TracefsError("this kernel has no sched:sched_switch / sched_process_fork event");
   s->instance.emplace("partition");
+  s->instances_fd = ::open((tracefs::tracing_dir().path + "/instances").c_str(),
+                           O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   tracefs::Instance& instance = *s->instance;
   instance.tracing_off();
   instance.write("buffer_size_kb", std::to_string(kBufferKb).c_str());
@@ -275,6 +283,11 @@ void SchedSwitchWindows::partitions_started(const std::vector<pid_t>& pids) {
     }
   });
   session_ = std::move(s);
+}
+
+std::vector<partition::ObserverDirectory> SchedSwitchWindows::remove_on_exit() {
+  if (!session_ || !session_->instance || session_->instances_fd < 0) return {};
+  return {{session_->instances_fd, session_->instance->name()}};
 }
 
 void SchedSwitchWindows::refine(partition::RunReport& report) {

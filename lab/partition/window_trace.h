@@ -86,6 +86,9 @@ class SchedSwitchWindows final : public partition::WindowObserver {
 
   // Throws sys::tracefs::TracefsError when tracing is not possible.
   void partitions_started(const std::vector<pid_t>& pids) override;
+  // The tracing instance: the scheduler's guardian removes it if the
+  // scheduler is killed (it would record on, 8 MB a CPU, until the next run).
+  std::vector<partition::ObserverDirectory> remove_on_exit() override;
   void refine(partition::RunReport& report) override;
 
   std::size_t events() const noexcept { return events_seen_; }

@@ -52,7 +52,12 @@ struct GuideCheck {
   // One line per figure that differs: `p50 ladder/x: the guide says "1.00
   // ns", the results give "4.44 µs"`.
   std::vector<std::string> differences;
-  // The text with every figure replaced by what the results give.
+  // Of those, the figures the results do not measure ("not measured"): a
+  // difference to a check, but --update keeps them as the guide has them.
+  std::size_t kept = 0;
+  // The text with every figure the results measure replaced by what they
+  // give; the others as they were (a results file of one group updates
+  // that group's figures and leaves the rest alone).
   std::string updated;
 };
 

@@ -201,20 +201,28 @@ void percentile_plots(const std::string& group, const std::vector<std::string>& 
           }
           std::string name = "p" + std::to_string(block++);
           datablock(s, name, rows);
-          plot_cmd += fmt::format("{}${} using 1:2 with steps lw 2 dt {} lc rgb \"{}\" title {}",
+          // One legend entry per scenario: the second run is the same colour
+          // dashed, and the caption says which run is which (a legend entry
+          // per run and long run labels took half the plot's width).
+          plot_cmd += fmt::format("{}${} using 1:2 with steps lw 2 dt {} lc rgb \"{}\" {}",
                                   plot_cmd.empty() ? "" : ", ", name, r == 0 ? 1 : 2,
                                   kColors[(i - first) % kNumColors],
-                                  gp_string(short_name(with[i]) + run_label_suffix(runs, r)));
+                                  r == 0 ? "title " + gp_string(short_name(with[i])) : "notitle");
         }
       }
       if (plot_cmd.empty()) continue;
       s += "set logscale x\nset logscale y\nset format y \"%.0s%cs\"\n";
       // Tic labels are format strings to gnuplot: a percent sign is "%%".
-      s += "set xtics (\"0%%\" 1, \"50%%\" 2, \"90%%\" 10, \"99%%\" 100, \"99.9%%\" 1000, "
+      // The axis starts at 0% (x = 1) unlabelled: "0%" and "50%" (x = 2) are
+      // a third of a decade apart and their labels overlapped.
+      s += "set xrange [1:*]\n";
+      s += "set xtics (\"50%%\" 2, \"90%%\" 10, \"99%%\" 100, \"99.9%%\" 1000, "
            "\"99.99%%\" 10000, \"99.999%%\" 100000, \"99.9999%%\" 1000000)\n";
       s += "set xlabel \"percentile\"\nset ylabel " + gp_string(metric + " (log scale)") + "\n";
       s += fmt::format("set yrange [{:.6g}:{:.6g}]\n", ylo * 0.5e-9, yhi * 2e-9);
-      s += "set key outside right top\n";
+      // Two runs: the legend below the plot, so the plot keeps its width.
+      s += runs.size() > 1 ? "set key outside bottom center horizontal\n"
+                           : "set key outside right top\n";
       s += "plot " + plot_cmd + "\n";
       p.script = s;
       p.width = 1000;

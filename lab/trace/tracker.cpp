@@ -344,14 +344,28 @@ nlohmann::json row_json(const Row& r, const Counts& c, double seconds, double th
   return j;
 }
 
+namespace {
+
+// A rate for the table: whole numbers from 10 up, one decimal below, and
+// never "0" for a rate that is not zero.
+std::string rate_text(double per_s) {
+  if (per_s <= 0) return "0";
+  if (per_s < 0.1) return "<0.1";
+  if (per_s < 10) return fmt::format("{:.1f}", per_s);
+  return fmt::format("{:.0f}", per_s);
+}
+
+}  // namespace
+
 void print_table(std::ostream& out, const Tracker& tracker, const TableOptions& options,
                  double seconds, bool totals, const std::string& heading,
                  Pending (*pending)(pid_t, int)) {
   const auto rows = rows_of(tracker, seconds, totals);
   out << heading << "\n";
+  // Totals count; an interval's columns are rates.
   out << fmt::format("{:>7} {:<15} {:<11} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}  {}\n", "PID",
-                     "COMM", "SIGNAL", "GEN/s", "DLV/s", "MERGED/s", "p50", "p99", "max", "PENDING",
-                     "TOP SENDER");
+                     "COMM", "SIGNAL", totals ? "GEN" : "GEN/s", totals ? "DLV" : "DLV/s",
+                     totals ? "MERGED" : "MERGED/s", "p50", "p99", "max", "PENDING", "TOP SENDER");
   std::vector<std::string> flags;
   int shown = 0;
   for (const auto& r : rows) {
@@ -373,11 +387,14 @@ void print_table(std::ostream& out, const Tracker& tracker, const TableOptions& 
     auto d = [&](double percent) {
       return c.delay.empty() ? std::string("-") : format_duration(c.delay.percentile(percent));
     };
-    out << fmt::format(
-        "{:>7} {:<15.15} {:<11} {:>9.0f} {:>9.0f} {:>9.0f} {:>8} {:>8} {:>8} {:>8}  {}\n",
-        r.key.tgid, r.stream->comm, signal_name(r.key.sig), r.generated_per_s, r.delivered_per_s,
-        c.coalesced / seconds, d(50), d(99),
-        c.delay.empty() ? std::string("-") : format_duration(c.delay.max()), pending_text, sender);
+    auto column = [&](uint64_t count) {
+      return totals ? std::to_string(count) : rate_text(static_cast<double>(count) / seconds);
+    };
+    out << fmt::format("{:>7} {:<15.15} {:<11} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}  {}\n",
+                       r.key.tgid, r.stream->comm, signal_name(r.key.sig), column(c.generated),
+                       column(c.delivered), column(c.coalesced), d(50), d(99),
+                       c.delay.empty() ? std::string("-") : format_duration(c.delay.max()),
+                       pending_text, sender);
     if (r.generated_per_s > options.threshold)
       flags.push_back(fmt::format("!! {} ({}) receives {:.0f} {}/s, above {:.0f}/s: {}", r.key.tgid,
                                   r.stream->comm, r.generated_per_s, signal_name(r.key.sig),

@@ -195,6 +195,9 @@ struct TableOptions {
 
 // The terminal table: a heading, one line per row (up to top), then a "!!"
 // line per receiver above the threshold. `pending` is asked per row shown.
+// With `totals` the GEN, DLV and MERGED columns are counts over `seconds`;
+// otherwise rates (GEN/s, ...), with one decimal below 10/s and "<0.1"
+// rather than a 0 for a stream that did have signals.
 void print_table(std::ostream& out, const Tracker& tracker, const TableOptions& options,
                  double seconds, bool totals, const std::string& heading,
                  Pending (*pending)(pid_t, int) = pending_of);

@@ -85,7 +85,9 @@ class RunningProgram {
 
 // Runs argv to its end or the timeout.
 RunResult run_program(const std::vector<std::string>& argv, const RunOptions& options = {});
-// The doorbell CLI of this build tree.
+// The doorbell CLI of this build tree, or $DOORBELL_TEST_CLI when set (to
+// run the CLI tests against another build: an older one, to see a new test
+// fail first).
 std::string doorbell_binary();
 // Runs `doorbell ARGS...` from this build tree.
 RunResult run_doorbell(const std::vector<std::string>& args, const RunOptions& options = {});
