@@ -34,12 +34,18 @@ thread_local sigset_t t_mask_before_fork;
 // Around fork() every signal is blocked in the forking thread, so that the
 // child cannot run one of our handlers before the child hook has put the
 // old dispositions back (Go does the same in syscall.forkExec).
+// The channels' lock is taken too (after the signals are blocked, so no
+// handler of ours runs on this thread while it is held), and released in
+// the parent and the child.
 void before_fork() noexcept {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &t_mask_before_fork);
+  signal_channel_race_point(SignalChannelRacePoint::fork_prepare, 0);
+  handler_backend_before_fork();
 }
 void after_fork_in_parent() noexcept {
+  handler_backend_after_fork_in_parent();
   pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 void after_fork_in_child() noexcept {
