@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "deadline.h"
 #include "sys/error.h"
 
 namespace doorbell {
@@ -60,18 +61,24 @@ bool EventNotifier::consume(bool fd_readable) noexcept {
 }
 
 bool EventNotifier::wait(int timeout_ms) noexcept {
+  // EINTR is retried with the time left until this deadline, never with the
+  // whole timeout again (a signal every 40 ms would otherwise keep a
+  // wait(100) going for ever).
+  const auto deadline = timeout_ms < 0
+                            ? detail::DeadlineClock::time_point::max()
+                            : detail::deadline_after(std::chrono::milliseconds(timeout_ms));
   for (;;) {
     if (!arm()) return consume(false);
     pollfd pfd{fd_, POLLIN, 0};
     int rc;
     do {
-      rc = ::poll(&pfd, 1, timeout_ms);
+      rc = ::poll(&pfd, 1, detail::poll_timeout_ms(deadline));
     } while (rc < 0 && errno == EINTR);
     if (rc < 0) sys::fatal("EventNotifier: poll", errno);
     // A stale write (see the header) can make the fd readable with nothing
-    // pending; without a time limit, go back to sleep.
+    // pending: sleep again until the deadline (or without a limit).
     const bool pending = consume(rc > 0);
-    if (pending || timeout_ms >= 0) return pending;
+    if (pending || (timeout_ms >= 0 && detail::DeadlineClock::now() >= deadline)) return pending;
   }
 }
 
