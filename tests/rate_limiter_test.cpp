@@ -686,5 +686,58 @@ TEST(RateLimiter, ProcessShared_TwoProcessesDenying_CountExact) {
   munmap(mem, sizeof(ProcessSharedRateLimiter));
 }
 
+// Issue 25, item 6: the first window of a fresh limiter once window numbers
+// reach 2^31 (a 1 us interval after ~36 minutes of uptime, or any
+// allow_at() with a large time). The sharded refill opened the never-opened
+// word without claiming the window in newest_, which stayed 0; a caller one
+// window stale then saw newest_ half a wrap behind and reopened W - 1, and
+// the callers of W reopened W with a fresh count: 20 admitted with burst 10.
+// The one-word limiter had the same hole where its fast test takes the
+// never-opened word for the caller's window: a first window whose low 32
+// bits are 0 (2^32: 71 minutes at 1 us) was counted on without a claim.
+template <class Limiter>
+void first_window_at_half_a_wrap_is_exact(uint64_t w) {
+  constexpr uint64_t kInterval = 1000;  // 1 us
+  RateLimitOptions options{nanoseconds(kInterval), 10, 0};
+  if constexpr (Limiter::sharded()) options.lease = 1;
+  Limiter limiter{options};
+  const uint64_t now = w * kInterval + kInterval / 2;
+  const uint64_t stale = now - kInterval;  // window w - 1
+  ASSERT_EQ(limiter.full_window_of(now), w);
+  ASSERT_EQ(limiter.full_window_of(stale), w - 1);
+  int admitted_in_w = 0;
+  for (int i = 0; i < 10; ++i) admitted_in_w += limiter.allow_at(now);
+  // A caller whose clock read is one window old: charged to w, which is full.
+  EXPECT_FALSE(limiter.allow_at(stale)) << "the stale caller reopened window w - 1";
+  for (int i = 0; i < 10; ++i) admitted_in_w += limiter.allow_at(now);
+  EXPECT_EQ(admitted_in_w, 10) << "window w admitted more than its burst";
+}
+
+TEST(RateLimiter, FirstWindowAtHalfAWrap_StaleCallerCannotReopen) {
+  first_window_at_half_a_wrap_is_exact<RateLimiter>((uint64_t{1} << 31) + 5);
+}
+TEST(RateLimiter, FirstWindowAtHalfAWrap_StaleCallerCannotReopen_Sharded) {
+  first_window_at_half_a_wrap_is_exact<ShardedRateLimiter>((uint64_t{1} << 31) + 5);
+}
+TEST(RateLimiter, FirstWindowWithLowBitsZero_StaleCallerCannotReopen) {
+  first_window_at_half_a_wrap_is_exact<RateLimiter>(uint64_t{1} << 32);
+}
+TEST(RateLimiter, FirstWindowWithLowBitsZero_StaleCallerCannotReopen_Sharded) {
+  first_window_at_half_a_wrap_is_exact<ShardedRateLimiter>(uint64_t{1} << 32);
+}
+
+// Issue 25, item 10: with burst 0 the caller that opens a window is denied
+// too, and its denial belongs in the report it takes (RateLimiter: 11 = ten
+// earlier denials and its own). The sharded refill took the report before
+// it counted its own denial: 10.
+TEST(RateLimiter, BurstZero_AlwaysLimits_AndStillReports_Sharded) {
+  ShardedRateLimiter limiter{milliseconds(1), 0};
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(limiter.allow_at(kMs));
+  const RateLimitVerdict v = limiter.check_at(2 * kMs);
+  EXPECT_FALSE(v.allowed);
+  EXPECT_EQ(v.suppressed, 11u) << "the opener's own denial is missing from its report";
+  EXPECT_EQ(limiter.flush(), 0u);
+}
+
 }  // namespace
 }  // namespace doorbell
