@@ -71,6 +71,9 @@
 //  On its first call to any limiter a thread claims one of 16 process-wide
 //  slot numbers for good (until it exits): one never claimed, one whose
 //  owner has exited (checked with tgkill(pid, tid, 0)), in every limiter.
+//  Every claim is a compare-and-swap of an owner word that holds the tid
+//  and a claim number, so a thread that was given an exited owner's tid
+//  and a thread that found that owner gone never both own the slot.
 //  Only the owner, and signal handlers running on it, write the owner cell,
 //  so the owner updates it with single unlocked instructions (x86-64 `add`
 //  and `cmpxchg` without `lock`; a signal arrives between instructions,
@@ -242,8 +245,9 @@ inline constinit thread_local uint32_t tl_rate_limit_slot = kRateLimitUnassigned
 // when one is free: never assigned, or assigned to a thread that has exited
 // (tgkill(pid, tid, 0) fails with ESRCH), or to this thread already (a
 // signal handler on this thread claimed it during this very assignment).
-// At most one live thread owns a slot; fork() hands the forking thread's
-// slot to the child's thread (pthread_atfork). Threads that find no free
+// At most one live thread owns a slot, also when a tid is reused (each claim
+// is a CAS of (tid, claim number)); fork() hands the forking thread's slot
+// to the child's thread (pthread_atfork). Threads that find no free
 // slot share one slot's second cell (slot = n % kRateLimitSlots in order of
 // arrival), updated with atomic read-modify-writes.
 uint32_t assign_rate_limit_slot() noexcept;
