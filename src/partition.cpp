@@ -728,13 +728,13 @@ void Run::check_first_runs() noexcept {
 }
 
 bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
-  pollfd fds[3 + 256];
+  pollfd fds[3 + kMaxPartitions];  // validate() allows no more partitions
   nfds_t n = 0;
   fds[n++] = {timer_.get(), POLLIN, 0};
   fds[n++] = {signal_fd_.get(), POLLIN, 0};
   fds[n++] = {stop_fd_, POLLIN, 0};
   for (const Partition& p : partitions_)
-    if (p.pending_stop >= 0 && p.cgroup && p.cgroup->event_fd() >= 0 && n < 259)
+    if (p.pending_stop >= 0 && p.cgroup && p.cgroup->event_fd() >= 0 && n < std::size(fds))
       fds[n++] = {p.cgroup->event_fd(), POLLPRI, 0};
   const int ready = ::ppoll(fds, n, timeout, nullptr);
   if (ready < 0 && errno != EINTR) sys::fatal("ppoll", errno);

@@ -23,8 +23,8 @@ namespace doorbell::detail {
 namespace {
 
 enum : int { kPartition = 1, kCgroup = 2 };
-constexpr int kMaxPartitions = 256;
-constexpr int kMaxCgroups = 260;
+constexpr int kMaxPartitions = static_cast<int>(partition::kMaxPartitions);
+constexpr int kMaxCgroups = static_cast<int>(Guardian::kMaxCgroups);
 constexpr int kPathMax = 512;
 
 enum : int { kCgroupV1 = 1, kCgroupKill = 2 };
@@ -288,7 +288,9 @@ Guardian Guardian::start() {
 Guardian::Guardian(Guardian&& other) noexcept
     : socket_(std::move(other.socket_)),
       pidfd_(std::move(other.pidfd_)),
-      pid_(std::exchange(other.pid_, -1)) {}
+      pid_(std::exchange(other.pid_, -1)),
+      partitions_(std::exchange(other.partitions_, 0)),
+      cgroups_(std::exchange(other.cgroups_, 0)) {}
 
 Guardian& Guardian::operator=(Guardian&& other) noexcept {
   if (this != &other) {
@@ -296,6 +298,8 @@ Guardian& Guardian::operator=(Guardian&& other) noexcept {
     socket_ = std::move(other.socket_);
     pidfd_ = std::move(other.pidfd_);
     pid_ = std::exchange(other.pid_, -1);
+    partitions_ = std::exchange(other.partitions_, 0);
+    cgroups_ = std::exchange(other.cgroups_, 0);
   }
   return *this;
 }
@@ -305,6 +309,10 @@ Guardian::~Guardian() {
 }
 
 void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group) {
+  if (partitions_ >= partition::kMaxPartitions)
+    throw std::system_error(ENOSPC, std::generic_category(),
+                            "the partition guardian holds " +
+                                std::to_string(partition::kMaxPartitions) + " partitions at most");
   Message message{};
   message.kind = kPartition;
   message.flag = kill_on_exit ? 1 : 0;
@@ -324,18 +332,24 @@ void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group
   while (::sendmsg(socket_.get(), &header, MSG_NOSIGNAL) < 0) {
     if (errno != EINTR) sys::throw_errno("hand a partition to the guardian");
   }
+  ++partitions_;
 }
 
 void Guardian::watch_cgroup(const std::string& path, bool v1, bool kill_on_exit) {
   Message message{};
   message.kind = kCgroup;
   message.flag = (v1 ? kCgroupV1 : 0) | (kill_on_exit ? kCgroupKill : 0);
+  if (cgroups_ >= kMaxCgroups)
+    throw std::system_error(
+        ENOSPC, std::generic_category(),
+        "the partition guardian holds " + std::to_string(kMaxCgroups) + " cgroups at most");
   if (path.size() >= static_cast<size_t>(kPathMax))
     throw std::system_error(ENAMETOOLONG, std::generic_category(), "cgroup path " + path);
   std::memcpy(message.path, path.c_str(), path.size() + 1);
   while (::send(socket_.get(), &message, sizeof message, MSG_NOSIGNAL) < 0) {
     if (errno != EINTR) sys::throw_errno("hand a cgroup to the guardian");
   }
+  ++cgroups_;
 }
 
 int Guardian::finish() noexcept {
