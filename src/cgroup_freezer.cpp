@@ -330,6 +330,7 @@ void CgroupFreezer::remove() {
   thaw();
   // Anything still inside goes back to the parent, thawed: rmdir fails on a
   // populated cgroup, and we never leave a process frozen.
+  int error = 0;
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::vector<pid_t> inside;
     try {
@@ -337,18 +338,25 @@ void CgroupFreezer::remove() {
     } catch (const std::system_error&) {
     }
     for (pid_t pid : inside) write_file(parent_ + "/cgroup.procs", std::to_string(pid));
-    if (::rmdir(path_.c_str()) == 0 || errno == ENOENT) break;
-    if (errno != EBUSY || attempt == 99) {
-      const int error = errno;
-      const std::string path = path_;
-      sys::throw_errno(error, "rmdir " + path);
+    if (::rmdir(path_.c_str()) == 0 || errno == ENOENT) {
+      error = 0;
+      break;
     }
+    error = errno;
+    if (error != EBUSY) break;
     ::usleep(1000);  // exiting tasks leave the cgroup asynchronously
   }
+  // Done with it either way: the descriptors are closed and the object
+  // forgets the cgroup, so that neither the destructor nor an owner that
+  // calls remove() again repeats the ~100 ms of attempts. A directory that
+  // could not be removed is named in the exception and left to the caller
+  // (the partition scheduler's guardian tries again when it ends).
   if (control_fd_ >= 0) ::close(control_fd_);
   if (events_fd_ >= 0) ::close(events_fd_);
   control_fd_ = events_fd_ = -1;
+  const std::string path = std::move(path_);
   path_.clear();
+  if (error != 0) sys::throw_errno(error, "rmdir " + path);
 }
 
 FreezerKeeper::FreezerKeeper(const std::string& name, const FreezerOptions& options) {

@@ -356,6 +356,62 @@ TEST(PartitionRun, RequestStopFromSignalHandler_EndsAtNextBoundary) {
   fs::remove_all(dir);
 }
 
+// Issue 25, item 8, in the scheduler: a partition's cgroup that cannot be
+// removed (here the partition made a cgroup inside its own, so rmdir says
+// EBUSY) is reported once, in the report's warnings. The scheduler's clean-up
+// called remove(), which threw after ~100 ms of attempts and left the object
+// naming the cgroup; the object's destructor then tried all over again and
+// wrote a second warning to stderr.
+TEST(PartitionRun, CgroupThatCannotBeRemoved_ReportedOnceNotRetried) {
+  DOORBELL_REQUIRE_V2_FREEZER();
+  Schedule s;
+  s.major_frame_ns = 20'000'000;
+  s.method = SuspendMethod::freezer;
+  s.freezer.preference = FreezerPreference::v2_only;
+  PartitionSpec a;
+  a.name = "A";
+  a.entry = [] {
+    // In the partition: its own cgroup, as it sees it.
+    if (::mkdir((test::cgroup2_own_dir() + "/inner").c_str(), 0755) != 0) return 3;
+    for (;;) ::pause();
+  };
+  s.partitions.push_back(a);
+  s.windows.push_back({"A", 0, 8'000'000, 0});
+  const std::string cgroup =
+      test::cgroup2_own_dir() + "/doorbell-" + std::to_string(::getpid()) + "-A";
+  // stderr to a file while the scheduler runs.
+  char log[] = "/tmp/doorbell-cgroup-warning-XXXXXX";
+  const int log_fd = ::mkstemp(log);
+  ASSERT_GE(log_fd, 0);
+  const int saved_stderr = ::dup(STDERR_FILENO);
+  ::dup2(log_fd, STDERR_FILENO);
+  RunReport report;
+  {
+    Scheduler scheduler(s);
+    RunOptions options;
+    options.frames = 10;
+    report = scheduler.run(options);
+  }
+  ::dup2(saved_stderr, STDERR_FILENO);
+  ::close(saved_stderr);
+  ::close(log_fd);
+  std::ifstream in(log);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ::unlink(log);
+  const bool inner_made = fs::exists(cgroup + "/inner");
+  ::rmdir((cgroup + "/inner").c_str());
+  ::rmdir(cgroup.c_str());
+  ASSERT_TRUE(inner_made) << "the partition did not make its inner cgroup";
+  std::size_t reported = 0;
+  for (const std::string& w : report.warnings)
+    reported += w.find("rmdir " + cgroup) != std::string::npos;
+  EXPECT_EQ(reported, 1u) << "the cgroup left behind is not reported once in the warnings";
+  EXPECT_EQ(written.find("doorbell: warning"), std::string::npos)
+      << "the removal was tried again after run() reported it:\n"
+      << written;
+  EXPECT_FALSE(fs::exists(cgroup));
+}
+
 // --- the scheduler SIGKILLed mid-window: the guardian must clean up ----------
 
 char process_state(pid_t pid) {

@@ -122,8 +122,11 @@ class CgroupFreezer {
   std::vector<pid_t> processes() const;
 
   // Thaws, moves any process still inside to the parent cgroup, removes the
-  // directory. Idempotent. Throws std::system_error when the directory
-  // cannot be removed.
+  // directory (rmdir retried for ~100 ms while EBUSY). Idempotent. Throws
+  // std::system_error naming the directory when it cannot be removed; the
+  // object is then empty all the same (its descriptors closed, path()
+  // empty, nothing retried by a later remove() or the destructor), and the
+  // directory is the caller's to remove.
   void remove();
 
  private:
