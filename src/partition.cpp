@@ -153,10 +153,11 @@ class Run {
   void end_window(Partition& p, int64_t lead_ns) noexcept;
   // Records a measured stop of p's pending window.
   void stopped(Partition& p, bool verified, int64_t at_ns) noexcept;
-  // Ends p's pending suspension at at_ns (noticed, or cut short by the next
-  // resume) with the partition's CPU time cpu_now_ns, and learns its stop
-  // latency for the stop lead. Returns the window's record.
-  WindowRecord& close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns) noexcept;
+  // Ends p's pending suspension at at_ns with the partition's CPU time
+  // cpu_now_ns: measured (the stop was noticed), when it learns the stop
+  // latency for the stop lead, or cut short by the next resume (never
+  // stopped: no latency to learn). Returns the window's record.
+  WindowRecord& close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns, bool measured) noexcept;
   void settle_start_up(Partition& p);
   void start_up(Partition& p);
   void resume(Partition& p) noexcept;
@@ -685,12 +686,17 @@ void Run::check_freezers() noexcept {
   }
 }
 
-WindowRecord& Run::close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns) noexcept {
+WindowRecord& Run::close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns,
+                              bool measured) noexcept {
   WindowRecord& record = report_.windows[p.pending_stop];
   record.stopped_ns = at_ns;
   record.stop_noticed_ns = at_ns;
   record.cpu_after_end_ns = cpu_now_ns - record.cpu_at_suspend_ns;
   p.pending_stop = -1;
+  // A suspension the next resume overtook measured nothing: its "latency"
+  // would be the gap to that window, and a few of them would pin the lead
+  // at its cap (partition.h promises the percentile of measured stops).
+  if (!measured) return record;
   // The lead learns from the time the suspension was due, so that it also
   // covers the scheduler's own lateness in issuing it.
   p.recent_stops.push_back(at_ns - (record.nominal_end_ns - record.stop_lead_ns));
@@ -699,7 +705,7 @@ WindowRecord& Run::close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns) n
 }
 
 void Run::stopped(Partition& p, bool verified, int64_t at_ns) noexcept {
-  WindowRecord& record = close_stop(p, at_ns, cpu_time_ns(p.cpu_clock));
+  WindowRecord& record = close_stop(p, at_ns, cpu_time_ns(p.cpu_clock), true);
   record.verified = verified;
   record.checked = verified;
 }
@@ -888,7 +894,7 @@ RunReport Run::execute() {
           if (p.pending_stop >= 0) {
             // Its previous window's suspension never completed: it ran all
             // the way to this window. The resume cancels the stop.
-            close_stop(p, resume_at, p.cpu_baseline).never_stopped = true;
+            close_stop(p, resume_at, p.cpu_baseline, false).never_stopped = true;
           }
           report_.windows[index].resume_requested_ns = resume_at;
           resume(p);

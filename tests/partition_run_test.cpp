@@ -1,10 +1,12 @@
 // Real runs of the partition scheduler with real programs as partitions
 // (tests/partition_progs/progress.cpp). Each TEST is its own process.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -410,6 +412,48 @@ TEST(PartitionRun, CgroupThatCannotBeRemoved_ReportedOnceNotRetried) {
       << "the removal was tried again after run() reported it:\n"
       << written;
   EXPECT_FALSE(fs::exists(cgroup));
+}
+
+// Issue 25, item 9: the stop lead learns from measured stops only. A
+// partition whose suspension never completes before its next window (here
+// it waits, uninterruptibly, for a CLONE_VFORK child that the stop stops
+// too) has no stop latency: its "latency" was the gap to its next window,
+// and two such windows in the last 32 pinned the lead at its cap.
+alignas(64) char g_vfork_stack[64 * 1024];
+
+int pause_for_ever(void*) {
+  for (;;) ::syscall(SYS_pause);
+}
+
+TEST(PartitionRun, StopsThatNeverCompleted_TeachTheStopLeadNothing) {
+  Schedule s;
+  s.major_frame_ns = 20'000'000;
+  s.method = SuspendMethod::sigstop;
+  s.max_stop_lead_ns = 4'000'000;
+  PartitionSpec a;
+  a.name = "A";
+  a.entry = [] {
+    // The parent sleeps (TASK_KILLABLE) until the child execs or exits: no
+    // stop signal stops it; the child, in the same process group, is stopped.
+    return ::clone(pause_for_ever, g_vfork_stack + sizeof g_vfork_stack,
+                   CLONE_VM | CLONE_VFORK | SIGCHLD, nullptr) < 0
+               ? 3
+               : 0;
+  };
+  s.partitions.push_back(a);
+  s.windows.push_back({"A", 0, 8'000'000, 0});
+  Scheduler scheduler(s);
+  RunOptions options;
+  options.frames = 8;
+  const RunReport report = scheduler.run(options);
+  ASSERT_TRUE(report.exits.empty()) << report.exits[0].reason;
+  std::size_t never_stopped = 0;
+  for (const WindowRecord& w : report.windows) {
+    never_stopped += w.never_stopped;
+    EXPECT_EQ(w.stop_lead_ns, 0) << "frame " << w.frame << ": a lead learned from windows that "
+                                 << "never stopped";
+  }
+  EXPECT_GE(never_stopped, 4u) << "the partition stopped: the test's premise does not hold";
 }
 
 // --- the scheduler SIGKILLed mid-window: the guardian must clean up ----------
