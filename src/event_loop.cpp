@@ -11,6 +11,7 @@
 #include "doorbell/timer.h"
 #include "sys/error.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace doorbell {
 
@@ -36,14 +37,14 @@ constexpr int kMaxEvents = 64;
 }  // namespace
 
 EventLoop::EventLoop() {
-  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  epoll_fd_ = sys::epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) sys::throw_errno("EventLoop: epoll_create1");
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kNotifierSerial;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0) {
+  if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0) {
     const int error = errno;
-    ::close(epoll_fd_);
+    sys::close(epoll_fd_);
     sys::throw_errno(error, "EventLoop: epoll_ctl(ADD, notifier)");
   }
 }
@@ -51,7 +52,7 @@ EventLoop::EventLoop() {
 EventLoop::~EventLoop() {
   // Timers own their fds; remove them from epoll by closing the epoll fd
   // first, then let the entries close their timerfds.
-  ::close(epoll_fd_);
+  sys::close(epoll_fd_);
 }
 
 uint32_t EventLoop::to_epoll(uint32_t events) const {
@@ -77,24 +78,24 @@ uint32_t EventLoop::to_epoll(uint32_t events) const {
 // number now names another file, is not, and stays in the tables to be
 // reported at its next remove(), modify() or add(), as before.
 void EventLoop::rebuild_epoll() {
-  sys::UniqueFd fresh(::epoll_create1(EPOLL_CLOEXEC));
+  sys::UniqueFd fresh(sys::epoll_create1(EPOLL_CLOEXEC));
   if (!fresh) sys::throw_errno("EventLoop: epoll_create1 (rebuilding after an fd closed under it)");
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kNotifierSerial;
-  if (::epoll_ctl(fresh.get(), EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0)
+  if (sys::epoll_ctl(fresh.get(), EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0)
     sys::throw_errno("EventLoop: epoll_ctl(ADD, notifier) (rebuilding)");
   for (const auto& [fd, registration] : by_fd_) {
     ev.events = registration->events;
     ev.data.u64 = registration->serial;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
+    if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
       if (errno == ENOENT || errno == EBADF) continue;  // closed under the loop
       sys::throw_errno("EventLoop: epoll_ctl(MOD) (rebuilding)");
     }
-    if (::epoll_ctl(fresh.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+    if (sys::epoll_ctl(fresh.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
       sys::throw_errno("EventLoop: epoll_ctl(ADD) (rebuilding)");
   }
-  ::close(epoll_fd_);
+  sys::close(epoll_fd_);
   epoll_fd_ = fresh.release();
   rebuild_pending_ = false;
 }
@@ -129,7 +130,7 @@ void EventLoop::add(int fd, uint32_t events, Callback callback) {
     epoll_event probe{};
     probe.events = ev.events;
     probe.data.u64 = it->second->serial;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &probe) != 0) {
+    if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &probe) != 0) {
       const int error = errno;
       if (error == EEXIST)
         throw std::invalid_argument("EventLoop::add: fd " + std::to_string(fd) +
@@ -143,7 +144,7 @@ void EventLoop::add(int fd, uint32_t events, Callback callback) {
       if (error != EPERM) sys::throw_errno(error, "EventLoop::add: epoll_ctl(ADD)");
     } else {
       // The number names another file, which the probe registered: undo.
-      ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+      sys::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
     }
     forget_closed(fd);
     throw_closed_under_loop(fd, "add");
@@ -151,7 +152,7 @@ void EventLoop::add(int fd, uint32_t events, Callback callback) {
   auto registration = std::make_shared<Registration>(
       Registration{fd, next_serial_++, ev.events, std::move(callback)});
   ev.data.u64 = registration->serial;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
     const int error = errno;
     if (error == EBADF)
       throw std::system_error(EBADF, std::generic_category(),
@@ -170,7 +171,7 @@ void EventLoop::modify(int fd, uint32_t events) {
   epoll_event ev{};
   ev.events = to_epoll(events);
   ev.data.u64 = it->second->serial;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
+  if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
     const int error = errno;
     if (error == ENOENT || error == EBADF) {
       forget_closed(fd);
@@ -188,7 +189,7 @@ bool EventLoop::remove(int fd) {
   // and a callback still running keeps its own reference.
   by_serial_.erase(it->second->serial);
   by_fd_.erase(it);
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
+  if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
     const int error = errno;
     // EBADF: closed. ENOENT: closed and the number reused by another file.
     if (error == EBADF || error == ENOENT) {
@@ -282,7 +283,7 @@ std::size_t EventLoop::run_once(std::optional<std::chrono::milliseconds> timeout
   epoll_event events[kMaxEvents];
   int n;
   for (;;) {
-    n = ::epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+    n = sys::epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
     if (n > 0) break;
     if (n < 0 && errno != EINTR) sys::fatal("EventLoop: epoll_wait", errno);
     // Nothing yet: EINTR, the deadline, or a wait capped at INT_MAX ms

@@ -8,16 +8,17 @@
 
 #include "deadline.h"
 #include "sys/error.h"
+#include "sys/syscalls.h"
 
 namespace doorbell {
 
 EventNotifier::EventNotifier() {
-  fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  fd_ = sys::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (fd_ < 0) sys::throw_errno("EventNotifier: eventfd");
 }
 
 EventNotifier::~EventNotifier() {
-  ::close(fd_);
+  sys::close(fd_);
 }
 
 void EventNotifier::notify() noexcept {
@@ -29,7 +30,7 @@ void EventNotifier::notify() noexcept {
   const uint64_t one = 1;
   ssize_t n;
   do {
-    n = ::write(fd_, &one, sizeof one);
+    n = sys::write(fd_, &one, sizeof one);
   } while (n < 0 && errno == EINTR);
   // EAGAIN would need 2^64-2 unread writes: impossible with the handshake.
   if (n != static_cast<ssize_t>(sizeof one)) sys::fatal("EventNotifier: eventfd write", errno);
@@ -53,7 +54,7 @@ bool EventNotifier::consume(bool fd_readable) noexcept {
     uint64_t value;
     ssize_t n;
     do {
-      n = ::read(fd_, &value, sizeof value);
+      n = sys::read(fd_, &value, sizeof value);
     } while (n < 0 && errno == EINTR);
     if (n < 0 && errno != EAGAIN) sys::fatal("EventNotifier: eventfd read", errno);
   }
@@ -72,7 +73,7 @@ bool EventNotifier::wait(int timeout_ms) noexcept {
     pollfd pfd{fd_, POLLIN, 0};
     int rc;
     do {
-      rc = ::poll(&pfd, 1, detail::poll_timeout_ms(deadline));
+      rc = sys::poll(&pfd, 1, detail::poll_timeout_ms(deadline));
     } while (rc < 0 && errno == EINTR);
     if (rc < 0) sys::fatal("EventNotifier: poll", errno);
     // A stale write (see the header) can make the fd readable with nothing

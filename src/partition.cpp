@@ -47,6 +47,7 @@
 #include "sys/path.h"
 #include "sys/pidfd.h"
 #include "sys/proc.h"
+#include "sys/syscalls.h"
 
 extern char** environ;
 
@@ -272,19 +273,19 @@ void Run::set_up() {
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  if (pthread_sigmask(SIG_BLOCK, &chld, &old_mask_) != 0) sys::throw_errno("pthread_sigmask");
+  if (sys::pthread_sigmask(SIG_BLOCK, &chld, &old_mask_) != 0) sys::throw_errno("pthread_sigmask");
   mask_changed_ = true;
-  signal_fd_.reset(::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC));
+  signal_fd_.reset(sys::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_) sys::throw_errno("signalfd(SIGCHLD)");
-  timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  timer_.reset(sys::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   if (!timer_) sys::throw_errno("timerfd_create");
 
   if (options_.fifo_priority > 0) {
-    old_policy_ = ::sched_getscheduler(0);
-    ::sched_getparam(0, &old_param_);
+    old_policy_ = sys::sched_getscheduler(0);
+    sys::sched_getparam(0, &old_param_);
     sched_param param{};
     param.sched_priority = options_.fifo_priority;
-    if (::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0) {
+    if (sys::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0) {
       report_.fifo = true;
     } else {
       report_.warnings.push_back(std::string("could not switch to SCHED_FIFO (") +
@@ -318,63 +319,63 @@ void Run::spawn(Partition& p) {
   for (int cpu : spec.cpus) CPU_SET(cpu, &cpus);
 
   int error_pipe[2];
-  if (::pipe2(error_pipe, O_CLOEXEC) != 0) sys::throw_errno("pipe2");
+  if (sys::pipe2(error_pipe, O_CLOEXEC) != 0) sys::throw_errno("pipe2");
   sys::UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
   // The handshake: the scheduler writes one byte once the guardian holds the
   // partition's pidfd. A socket, so that writing to a child that already
   // died is EPIPE (MSG_NOSIGNAL), not SIGPIPE.
   int handshake[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, handshake) != 0)
+  if (sys::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, handshake) != 0)
     sys::throw_errno("socketpair");
   sys::UniqueFd handshake_ours(handshake[0]), handshake_child(handshake[1]);
   const int guardian_socket = guardian_.socket_fd();
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  const pid_t pid = sys::fork();
   if (pid < 0) sys::throw_errno("fork partition " + spec.name);
   if (pid == 0) {
     // The scheduler's end of the guardian's socket: held here (until exec,
     // or for ever by an entry partition) the guardian would never see
     // end-of-file, and run()'s clean-up would wait for it for ever.
-    ::close(guardian_socket);
-    ::close(error_pipe[0]);
-    ::close(handshake[0]);
+    sys::close(guardian_socket);
+    sys::close(error_pipe[0]);
+    sys::close(handshake[0]);
     // Its own session, process group and leader of both: signals to the
     // group reach every process the partition forks; no terminal's signals
     // reach it; and the scheduler's death never makes it an orphaned
     // process group that the kernel would SIGHUP.
-    ::setsid();
+    sys::setsid();
     // Until the guardian holds our pidfd, our parent's death must take us
     // with it: nobody else knows we exist.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sys::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(126);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; ++sig)
-      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+      if (sig != SIGKILL && sig != SIGSTOP) sys::sigaction(sig, &dfl, nullptr);
     sigset_t none;
     sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (!spec.cpus.empty()) ::sched_setaffinity(0, sizeof cpus, &cpus);
-    if (spec.nice && ::setpriority(PRIO_PROCESS, 0, *spec.nice) != 0) ::_exit(125);
+    sys::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (!spec.cpus.empty()) sys::sched_setaffinity(0, sizeof cpus, &cpus);
+    if (spec.nice && sys::setpriority(PRIO_PROCESS, 0, *spec.nice) != 0) ::_exit(125);
     // Wait until the guardian holds our pidfd; then the scheduler's death is
     // the guardian's to handle (on_scheduler_exit), not PR_SET_PDEATHSIG's.
     // End-of-file: the scheduler gave up on us (or died).
     char go = 0;
     ssize_t got;
-    while ((got = ::read(handshake[1], &go, 1)) < 0 && errno == EINTR) {
+    while ((got = sys::read(handshake[1], &go, 1)) < 0 && errno == EINTR) {
     }
     if (got != 1) ::_exit(126);
-    ::close(handshake[1]);
-    ::prctl(PR_SET_PDEATHSIG, 0);
+    sys::close(handshake[1]);
+    sys::prctl(PR_SET_PDEATHSIG, 0);
     // Start suspended: the first window's resume lets us go on.
-    ::kill(::getpid(), SIGSTOP);
+    sys::kill(::getpid(), SIGSTOP);
     if (spec.entry) {
-      ::syscall(SYS_close_range, 3u, ~0u, 0u);
+      sys::close_range(3u, ~0u, 0u);
       ::_exit(spec.entry());
     }
-    ::execve(p.exec_path.c_str(), argv.data(), envp.data());
+    sys::execve(p.exec_path.c_str(), argv.data(), envp.data());
     const int error = errno;
-    while (::write(error_pipe[1], &error, sizeof error) < 0 && errno == EINTR) {
+    while (sys::write(error_pipe[1], &error, sizeof error) < 0 && errno == EINTR) {
     }
     ::_exit(127);
   }
@@ -386,8 +387,8 @@ void Run::spawn(Partition& p) {
   // behind: it is killed and reaped (it is our unreaped child, the PID is
   // its own; it has not run any code of the partition, nor forked).
   auto give_up = [&](const std::system_error& e, const char* what) {
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    sys::kill(pid, SIGKILL);
+    while (sys::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     throw std::system_error(
         e.code(), "partition " + spec.name + ": " + what + " failed (the partition was killed)");
@@ -408,16 +409,16 @@ void Run::spawn(Partition& p) {
   // The guardian has it: release the child from PR_SET_PDEATHSIG. A child
   // that died meanwhile shows in initial_suspend().
   const char go = 1;
-  while (::send(handshake_ours.get(), &go, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  while (sys::send(handshake_ours.get(), &go, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
   }
   handshake_ours.reset();
-  if (clock_getcpuclockid(pid, &p.cpu_clock) != 0) sys::throw_errno("clock_getcpuclockid");
+  if (sys::clock_getcpuclockid(pid, &p.cpu_clock) != 0) sys::throw_errno("clock_getcpuclockid");
 }
 
 void Run::initial_suspend(Partition& p) {
   siginfo_t info{};
   for (;;) {
-    if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WSTOPPED | WEXITED) == 0)
+    if (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WSTOPPED | WEXITED) == 0)
       break;
     if (errno != EINTR) sys::throw_errno("waitid for partition " + p.spec->name);
   }
@@ -441,7 +442,7 @@ void Run::initial_suspend(Partition& p) {
       if (now_ns() > give_up)
         throw std::system_error(ETIMEDOUT, std::generic_category(),
                                 "cgroup " + p.cgroup->path() + " did not freeze within 2 s");
-      ::usleep(100);
+      sys::usleep(100);
     }
     sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
     settle_start_up(p);
@@ -457,14 +458,14 @@ void Run::settle_start_up(Partition& p) {
   if (p.cgroup->version() == FreezerVersion::v2) {
     for (;;) {
       siginfo_t info{};
-      const int r = ::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
-                             WCONTINUED | WEXITED | WNOWAIT | WNOHANG);
+      const int r = sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
+                                WCONTINUED | WEXITED | WNOWAIT | WNOHANG);
       if (r != 0 && errno != EINTR) sys::throw_errno("waitid for partition " + p.spec->name);
       if (r == 0 && info.si_pid != 0) {
         if (info.si_code != CLD_CONTINUED) break;  // gone: reported by the run loop
         // Consume the CLD_CONTINUED report.
         siginfo_t consumed{};
-        ::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WCONTINUED | WNOHANG);
+        sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WCONTINUED | WNOHANG);
         break;
       }
       if (now_ns() > give_up) {
@@ -472,7 +473,7 @@ void Run::settle_start_up(Partition& p) {
                                    ": no CLD_CONTINUED within 2 s of the start-up SIGCONT");
         break;
       }
-      ::usleep(50);
+      sys::usleep(50);
     }
   }
   while (!p.cgroup->is_frozen()) {
@@ -480,7 +481,7 @@ void Run::settle_start_up(Partition& p) {
       throw std::system_error(ETIMEDOUT, std::generic_category(),
                               "cgroup " + p.cgroup->path() +
                                   " did not freeze again within 2 s of the start-up SIGCONT");
-    ::usleep(50);
+    sys::usleep(50);
   }
 }
 
@@ -505,7 +506,7 @@ void Run::start_up(Partition& p) {
       break;
     }
     const timespec wait = to_timespec(std::min<int64_t>(left, 10'000'000));
-    const int r = ::ppoll(&fd, 1, &wait, nullptr);
+    const int r = sys::ppoll(&fd, 1, &wait, nullptr);
     if (r < 0 && errno != EINTR) sys::throw_errno("ppoll (start-up of " + p.spec->name + ")");
     if (r > 0) break;  // end of file (exec done) or an exec error (the child exits)
   }
@@ -517,12 +518,12 @@ void Run::start_up(Partition& p) {
       // WNOWAIT: an exit is only peeked (on_exit() kills the partition's
       // group before it reaps it); a stop is consumed.
       siginfo_t info{};
-      if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
-                   WSTOPPED | WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      if (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
+                      WSTOPPED | WEXITED | WNOHANG | WNOWAIT) == 0 &&
           info.si_pid != 0) {
         if (info.si_code == CLD_STOPPED) {
           siginfo_t consumed{};
-          ::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WSTOPPED | WNOHANG);
+          sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WSTOPPED | WNOHANG);
           break;
         }
         on_exit(p, info);
@@ -534,7 +535,7 @@ void Run::start_up(Partition& p) {
                                  " did not stop within 5 s of its start-up exec");
       break;
     }
-    ::usleep(50);
+    sys::usleep(50);
   }
 }
 
@@ -547,13 +548,13 @@ void Run::start_up(Partition& p) {
 void Run::suspend(Partition& p) noexcept {
   switch (effective_method_) {
     case SuspendMethod::sigstop:
-      ::kill(-p.pid, SIGSTOP);
+      sys::kill(-p.pid, SIGSTOP);
       break;
     case SuspendMethod::sigstop_all_threads:
       // Every thread of the partition itself, then the rest of its group
       // (one process-directed SIGSTOP each; a no-op for the partition).
       stop_all_threads(p.pid);
-      ::kill(-p.pid, SIGSTOP);
+      sys::kill(-p.pid, SIGSTOP);
       break;
     case SuspendMethod::freezer:
       p.cgroup->freeze();
@@ -565,7 +566,7 @@ void Run::resume(Partition& p) noexcept {
   if (effective_method_ == SuspendMethod::freezer) {
     p.cgroup->thaw();
   } else {
-    ::kill(-p.pid, SIGCONT);
+    sys::kill(-p.pid, SIGCONT);
   }
 }
 
@@ -573,7 +574,7 @@ void Run::resume(Partition& p) noexcept {
 // Call while p is not yet reaped (the group's number is its PID).
 void Run::kill_partition(Partition& p) noexcept {
   if (p.cgroup) p.cgroup->kill_all();
-  ::kill(-p.pid, SIGKILL);
+  sys::kill(-p.pid, SIGKILL);
   sys::pidfd_send_signal(p.pidfd.get(), SIGKILL);
 }
 
@@ -607,7 +608,7 @@ void Run::on_exit(Partition& p, const siginfo_t& info) {
   // window. Kill it, then reap the partition (peeked with WNOWAIT).
   kill_partition(p);
   siginfo_t reaped{};
-  while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &reaped, WEXITED) != 0 &&
+  while (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &reaped, WEXITED) != 0 &&
          errno == EINTR) {
   }
   p.alive = false;
@@ -618,7 +619,7 @@ void Run::on_exit(Partition& p, const siginfo_t& info) {
   exit.status = info.si_status;
   exit.reason = describe_exit(info.si_code, info.si_status);
   int exec_errno = 0;
-  if (p.exec_error && ::read(p.exec_error.get(), &exec_errno, sizeof exec_errno) ==
+  if (p.exec_error && sys::read(p.exec_error.get(), &exec_errno, sizeof exec_errno) ==
                           static_cast<ssize_t>(sizeof exec_errno))
     exit.reason = std::string("exec failed: ") + std::strerror(exec_errno);
   for (long* pending : {&p.pending_stop, &p.pending_run, &p.current_record}) {
@@ -637,16 +638,16 @@ void Run::check_partitions() noexcept {
       // the rest of the partition's process group before the PID (the
       // group's number) is freed; a stop is consumed just below.
       siginfo_t info{};
-      if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
-                   WSTOPPED | WEXITED | WNOHANG | WNOWAIT) != 0) {
+      if (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
+                      WSTOPPED | WEXITED | WNOHANG | WNOWAIT) != 0) {
         if (errno == EINTR) continue;
         break;
       }
       if (info.si_pid == 0) break;
       if (info.si_code == CLD_STOPPED) {
         siginfo_t consumed{};
-        while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed,
-                        WSTOPPED | WNOHANG) != 0 &&
+        while (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed,
+                           WSTOPPED | WNOHANG) != 0 &&
                errno == EINTR) {
         }
         if (p.pending_stop >= 0 && !p.cgroup) {
@@ -742,7 +743,7 @@ bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
   for (const Partition& p : partitions_)
     if (p.pending_stop >= 0 && p.cgroup && p.cgroup->event_fd() >= 0 && n < std::size(fds))
       fds[n++] = {p.cgroup->event_fd(), POLLPRI, 0};
-  const int ready = ::ppoll(fds, n, timeout, nullptr);
+  const int ready = sys::ppoll(fds, n, timeout, nullptr);
   if (ready < 0 && errno != EINTR) sys::fatal("ppoll", errno);
   if (ready <= 0) {
     // Nothing ready (timeout or EINTR): pending stops and first runs are
@@ -751,7 +752,7 @@ bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
   }
   if (fds[1].revents & POLLIN) {
     signalfd_siginfo ignored;
-    while (::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
+    while (sys::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
     }
   }
   check_partitions();
@@ -764,7 +765,7 @@ bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
   if (stop_schedule_) return false;
   if (fds[0].revents & POLLIN) {
     uint64_t expirations;
-    while (::read(timer_.get(), &expirations, sizeof expirations) < 0 && errno == EINTR) {
+    while (sys::read(timer_.get(), &expirations, sizeof expirations) < 0 && errno == EINTR) {
     }
     timer_fired = true;
   }
@@ -802,7 +803,7 @@ bool Run::wait_until(int64_t deadline_ns, int64_t spin_ns) {
   if (now_ns() < wake_at) {
     itimerspec spec{};
     spec.it_value = to_timespec(wake_at);
-    if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
+    if (sys::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
       sys::fatal("timerfd_settime", errno);
     for (;;) {
       const int64_t interval = poll_interval_ns();
@@ -927,7 +928,7 @@ RunReport Run::execute() {
 void Run::cleanup() noexcept {
   if (cleaned_) return;
   cleaned_ = true;
-  if (old_policy_ >= 0) ::sched_setscheduler(0, old_policy_, &old_param_);
+  if (old_policy_ >= 0) sys::sched_setscheduler(0, old_policy_, &old_param_);
   const bool kill_them = schedule_.on_scheduler_exit == OnSchedulerExit::kill;
   for (Partition& p : partitions_) {
     if (!p.alive) continue;
@@ -937,13 +938,13 @@ void Run::cleanup() noexcept {
       kill_partition(p);
       if (p.cgroup) p.cgroup->thaw();
       siginfo_t info{};
-      while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WEXITED) != 0 &&
+      while (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WEXITED) != 0 &&
              errno == EINTR) {
       }
       p.alive = false;
     } else {
       if (p.cgroup) p.cgroup->thaw();
-      ::kill(-p.pid, SIGCONT);
+      sys::kill(-p.pid, SIGCONT);
       sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
     }
   }
@@ -964,10 +965,10 @@ void Run::cleanup() noexcept {
   }
   if (signal_fd_) {
     signalfd_siginfo ignored;
-    while (::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
+    while (sys::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
     }
   }
-  if (mask_changed_) pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  if (mask_changed_) sys::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
   mask_changed_ = false;
   guardian_.finish();
 }
@@ -976,12 +977,12 @@ void Run::cleanup() noexcept {
 
 Scheduler::Scheduler(Schedule schedule) : schedule_(std::move(schedule)) {
   validate(schedule_);
-  stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  stop_fd_ = sys::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (stop_fd_ < 0) sys::throw_errno("eventfd");
 }
 
 Scheduler::~Scheduler() {
-  if (stop_fd_ >= 0) ::close(stop_fd_);
+  if (stop_fd_ >= 0) sys::close(stop_fd_);
 }
 
 RunReport Scheduler::run(const RunOptions& options) {
@@ -992,7 +993,7 @@ RunReport Scheduler::run(const RunOptions& options) {
 void Scheduler::request_stop() noexcept {
   const uint64_t one = 1;
   // eventfd write is async-signal-safe; EAGAIN means a stop is already queued.
-  while (::write(stop_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  while (sys::write(stop_fd_, &one, sizeof one) < 0 && errno == EINTR) {
   }
 }
 

@@ -12,6 +12,8 @@
 
 #include "rate_limiter_hooks.h"
 #include "sys/error.h"
+#include "sys/syscalls.h"
+#include "sys/tgkill.h"
 
 namespace doorbell {
 namespace detail {
@@ -68,7 +70,7 @@ uint32_t this_thread_id() noexcept {
 // only keeps a slot owned a little longer (by the claim of the exited
 // thread, until the new holder of the tid claims it anew, or exits).
 bool thread_exited(uint32_t tid) noexcept {
-  return syscall(SYS_tgkill, getpid(), static_cast<pid_t>(tid), 0) != 0 && errno == ESRCH;
+  return sys::tgkill(getpid(), static_cast<pid_t>(tid), 0) == -ESRCH;
 }
 
 // In the child of fork() only the forking thread lives, under a new tid:

@@ -61,6 +61,8 @@
 #include "signal_channel_hooks.h"
 #include "sys/error.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
+#include "sys/tgkill.h"
 
 namespace doorbell::detail {
 namespace {
@@ -143,7 +145,7 @@ class HandlerCore {
           // queue empty. Rare: one write per such race.
           const std::uint64_t one = 1;
           ssize_t n;
-          do n = ::write(notifier_.fd(), &one, sizeof one);
+          do n = sys::write(notifier_.fd(), &one, sizeof one);
           while (n < 0 && errno == EINTR);
           break;
         }
@@ -265,8 +267,8 @@ void resend_to_self(int signo, siginfo_t* info) noexcept {
   // restored disposition. rt_tgsigqueueinfo keeps si_code and si_value;
   // sending to oneself with any code is allowed.
   siginfo_t copy = *info;
-  if (::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), ::gettid(), signo, &copy) != 0) {
-    ::syscall(SYS_tgkill, ::getpid(), ::gettid(), signo);
+  if (sys::rt_tgsigqueueinfo(::getpid(), ::gettid(), signo, &copy) != 0) {
+    sys::tgkill(::getpid(), ::gettid(), signo);
   }
 }
 
@@ -314,12 +316,12 @@ bool watched_by_a_channel(int signo) noexcept {
 // undone.
 bool restore_previous_if_ours(int signo, bool announce = false) noexcept {
   struct sigaction current;
-  if (::sigaction(signo, nullptr, &current) != 0) return false;
+  if (sys::sigaction(signo, nullptr, &current) != 0) return false;
   if (!is_ours(current)) return true;
   if (announce) race_point(SignalChannelRacePoint::stop_before_restore, signo);
   struct sigaction replaced;
-  if (::sigaction(signo, previous_of(signo), &replaced) != 0) return false;
-  if (!is_ours(replaced) && ::sigaction(signo, &replaced, nullptr) != 0) return false;
+  if (sys::sigaction(signo, previous_of(signo), &replaced) != 0) return false;
+  if (!is_ours(replaced) && sys::sigaction(signo, &replaced, nullptr) != 0) return false;
   return true;
 }
 
@@ -356,7 +358,7 @@ void on_signal(int signo, siginfo_t* info, void* context) {
       restore_previous_if_ours(signo);
       if (watched_by_a_channel(signo)) {
         const struct sigaction ours = our_action();
-        ::sigaction(signo, &ours, nullptr);
+        sys::sigaction(signo, &ours, nullptr);
       }
     }
     const struct sigaction* previous = previous_of(signo);
@@ -485,7 +487,7 @@ class HandlerBackend final : public SignalBackend {
     SignalSlot& slot = g_slots[signo];
     if (slot.watchers == 0) {
       struct sigaction previous;
-      if (::sigaction(signo, nullptr, &previous) != 0) sys::throw_errno("sigaction");
+      if (sys::sigaction(signo, nullptr, &previous) != 0) sys::throw_errno("sigaction");
       // Our own handler is never kept as "previous": chaining to it would
       // recurse for ever. It is there without a channel when other code put
       // it back after the last channel stopped; the disposition before that
@@ -498,7 +500,7 @@ class HandlerBackend final : public SignalBackend {
         slot.previous.store(&node->action, std::memory_order_release);
       }
       const struct sigaction ours = our_action();
-      if (::sigaction(signo, &ours, nullptr) != 0) sys::throw_errno("sigaction");
+      if (sys::sigaction(signo, &ours, nullptr) != 0) sys::throw_errno("sigaction");
       race_point(SignalChannelRacePoint::install_after_sigaction, signo);
     }
     ++slot.watchers;

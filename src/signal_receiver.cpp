@@ -23,6 +23,7 @@
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/proc.h"
+#include "sys/syscalls.h"
 #include "sys/tgkill.h"
 
 namespace doorbell {
@@ -98,7 +99,7 @@ siginfo_t to_siginfo(const signalfd_siginfo& in) {
 
 std::string rtprio_limit_text() {
   rlimit limit{};
-  if (::getrlimit(RLIMIT_RTPRIO, &limit) != 0) return "unknown";
+  if (sys::getrlimit(RLIMIT_RTPRIO, &limit) != 0) return "unknown";
   if (limit.rlim_cur == RLIM_INFINITY) return "unlimited";
   return std::to_string(limit.rlim_cur);
 }
@@ -108,13 +109,13 @@ std::string rtprio_limit_text() {
 sigset_t block_signals_in_this_thread(const std::vector<int>& signals) {
   const sigset_t set = make_set(signals);
   sigset_t previous;
-  const int rc = ::pthread_sigmask(SIG_BLOCK, &set, &previous);
+  const int rc = sys::pthread_sigmask(SIG_BLOCK, &set, &previous);
   if (rc != 0) sys::throw_errno(rc, "pthread_sigmask(SIG_BLOCK)");
   return previous;
 }
 
 void restore_signal_mask(const sigset_t& previous) {
-  const int rc = ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  const int rc = sys::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (rc != 0) sys::throw_errno(rc, "pthread_sigmask(SIG_SETMASK)");
 }
 
@@ -176,7 +177,7 @@ void SignalReceiver::State::place(std::string& fatal_error) {
   if (options.fifo_priority > 0) {
     sched_param param{};
     param.sched_priority = options.fifo_priority;
-    const int rc = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
+    const int rc = sys::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
     if (rc == 0) {
       placement.fifo = true;
       placement.priority = options.fifo_priority;
@@ -194,7 +195,7 @@ void SignalReceiver::State::place(std::string& fatal_error) {
     CPU_ZERO(&cpus);
     if (options.cpu < CPU_SETSIZE) CPU_SET(options.cpu, &cpus);
     const int rc = options.cpu < CPU_SETSIZE
-                       ? ::pthread_setaffinity_np(::pthread_self(), sizeof cpus, &cpus)
+                       ? sys::pthread_setaffinity_np(::pthread_self(), sizeof cpus, &cpus)
                        : EINVAL;
     if (rc == 0) {
       placement.cpu = options.cpu;
@@ -230,13 +231,13 @@ void SignalReceiver::State::run_sigwaitinfo() {
     siginfo_t info;
     int signo;
     if (seen == running) {
-      signo = ::sigwaitinfo(&set, &info);
+      signo = sys::sigwaitinfo(&set, &info);
     } else {
       // sending: stop() is between announcing itself and queueing the
       // wake-up (or retrying it, see stop()); look again every millisecond
       // in case it gets merged away. sent: one look, no wait.
       const timespec limit{0, seen == sending ? 1000000L : 0L};
-      signo = ::sigtimedwait(&set, &info, &limit);
+      signo = sys::sigtimedwait(&set, &info, &limit);
     }
     if (signo < 0) {
       if (errno == EINTR) continue;  // a handled signal outside the set interrupted the wait
@@ -259,7 +260,7 @@ void SignalReceiver::State::run_sigwaitinfo() {
 void SignalReceiver::State::run_signalfd() {
   pollfd fds[2] = {{signal_fd.get(), POLLIN, 0}, {stop_fd.get(), POLLIN, 0}};
   for (;;) {
-    const int ready = ::poll(fds, 2, -1);
+    const int ready = sys::poll(fds, 2, -1);
     if (ready < 0) {
       if (errno == EINTR) continue;
       sys::fatal("poll(signalfd)", errno);
@@ -267,7 +268,7 @@ void SignalReceiver::State::run_signalfd() {
     if (stopping.load(std::memory_order_acquire)) return;
     signalfd_siginfo batch[16];
     for (;;) {
-      const ssize_t n = ::read(signal_fd.get(), batch, sizeof batch);
+      const ssize_t n = sys::read(signal_fd.get(), batch, sizeof batch);
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN) break;  // drained
@@ -306,10 +307,10 @@ SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callbac
   s.options = options;
 
   if (options.method == Method::signalfd) {
-    const int sfd = ::signalfd(-1, &s.set, SFD_NONBLOCK | SFD_CLOEXEC);
+    const int sfd = sys::signalfd(-1, &s.set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sfd < 0) sys::throw_errno("signalfd");
     s.signal_fd.reset(sfd);
-    const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    const int efd = sys::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (efd < 0) sys::throw_errno("eventfd");
     s.stop_fd.reset(efd);
   }
@@ -321,6 +322,8 @@ SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callbac
   std::promise<std::string> placed;
   std::future<std::string> placed_result = placed.get_future();
   try {
+    if (const int error = sys::thread_create_fails())
+      throw std::system_error(error, std::generic_category(), "SignalReceiver: std::thread");
     s.thread = std::thread([&s, &placed] {
       std::string fatal_error;
       s.place(fatal_error);
@@ -359,7 +362,7 @@ void SignalReceiver::stop() {
   if (s.options.method == Method::signalfd) {
     s.stopping.store(true, std::memory_order_release);
     const uint64_t one = 1;
-    while (::write(s.stop_fd.get(), &one, sizeof one) < 0 && errno == EINTR) {
+    while (sys::write(s.stop_fd.get(), &one, sizeof one) < 0 && errno == EINTR) {
     }
   } else {
     // Wake sigwaitinfo with a thread-directed instance of a signal of the set,
@@ -385,7 +388,7 @@ void SignalReceiver::stop() {
       // cannot happen: the thread does not exit before `sent`.
       if (rc != -EAGAIN) sys::fatal("rt_tgsigqueueinfo(stop receiver)", -rc);
       const timespec pause{0, 1000000L};
-      ::nanosleep(&pause, nullptr);
+      sys::nanosleep(&pause, nullptr);
     }
     s.stage.store(State::sent, std::memory_order_release);
   }

@@ -12,6 +12,7 @@
 #include "sys/error.h"
 #include "sys/pidfd.h"
 #include "sys/proc.h"
+#include "sys/syscalls.h"
 #include "sys/tgkill.h"
 
 namespace doorbell {
@@ -156,7 +157,7 @@ ThreadBroadcaster::ThreadBroadcaster(pid_t pid, Options options) : pid_(pid), op
 }
 
 ThreadBroadcaster::~ThreadBroadcaster() {
-  if (pidfd_ >= 0) ::close(pidfd_);
+  if (pidfd_ >= 0) sys::close(pidfd_);
 }
 
 BroadcastResult ThreadBroadcaster::send(int signo) {
@@ -221,19 +222,19 @@ BroadcastResult stop_every_thread(pid_t pid) {
     send_to_all(pid, pidfd, ThreadBroadcaster::Options{}.max_listings, sent, result,
                 [&](pid_t tid) { return sys::tgkill(pid, tid, SIGSTOP); });
   } catch (...) {
-    if (pidfd >= 0) ::close(pidfd);
+    if (pidfd >= 0) sys::close(pidfd);
     throw;
   }
   if (pidfd >= 0) {
     if (!process_alive(pidfd)) result.process_exited = true;
-    ::close(pidfd);
+    sys::close(pidfd);
   }
   return result;
 }
 
 void continue_process(pid_t pid) {
   check_pid(pid);
-  if (::kill(pid, SIGCONT) != 0) sys::throw_errno("kill(" + std::to_string(pid) + ", SIGCONT)");
+  if (sys::kill(pid, SIGCONT) != 0) sys::throw_errno("kill(" + std::to_string(pid) + ", SIGCONT)");
 }
 
 bool all_threads_stopped(pid_t pid) {
