@@ -30,7 +30,7 @@ void EventNotifier::notify() noexcept {
   const uint64_t one = 1;
   ssize_t n;
   do {
-    n = sys::write(fd_, &one, sizeof one);
+    n = sys::eventfd_write(fd_, one);
   } while (n < 0 && errno == EINTR);
   // EAGAIN would need 2^64-2 unread writes: impossible with the handshake.
   if (n != static_cast<ssize_t>(sizeof one)) sys::fatal("EventNotifier: eventfd write", errno);
@@ -54,7 +54,7 @@ bool EventNotifier::consume(bool fd_readable) noexcept {
     uint64_t value;
     ssize_t n;
     do {
-      n = sys::read(fd_, &value, sizeof value);
+      n = sys::eventfd_read(fd_, &value);
     } while (n < 0 && errno == EINTR);
     if (n < 0 && errno != EAGAIN) sys::fatal("EventNotifier: eventfd read", errno);
   }

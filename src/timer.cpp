@@ -57,7 +57,7 @@ uint64_t Timer::read() noexcept {
   uint64_t n = 0;
   ssize_t rc;
   do {
-    rc = sys::read(fd_, &n, sizeof n);
+    rc = sys::timerfd_read(fd_, &n);
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) {
     // EAGAIN: nothing expired. ECANCELED only with TFD_TIMER_CANCEL_ON_SET,

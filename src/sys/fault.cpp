@@ -9,6 +9,7 @@
 namespace doorbell::sys::fault {
 
 std::atomic<bool> g_armed{false};
+constinit thread_local uint64_t t_impossible = 0;
 
 namespace {
 
@@ -22,12 +23,14 @@ std::atomic<int> g_fail_error{0};
 // The injection record. Written by the one call that fires (its count is
 // the unique nth), read by the test after disarm().
 std::atomic<bool> g_fired{false};
+std::atomic<int> g_report_fd{-1};
 std::atomic<const char*> g_fired_file{nullptr};
 std::atomic<unsigned> g_fired_line{0};
 std::atomic<int64_t> g_fired_timeout_ns{-1};
 std::atomic<int64_t> g_slept_ns{0};
 std::atomic<bool> g_retried{false};
 std::atomic<int64_t> g_retry_timeout_ns{-1};
+std::atomic<bool> g_declared{false};
 
 struct SiteSlot {
   std::atomic<const char*> file{nullptr};
@@ -64,6 +67,42 @@ void record_site(Call call, const std::source_location& where) noexcept {
   }
 }
 
+// Formats without snprintf (async-signal-safe).
+void append(char*& out, const char* end, const char* text) noexcept {
+  while (*text != '\0' && out < end) *out++ = *text++;
+}
+void append_number(char*& out, const char* end, unsigned long value) noexcept {
+  char digits[24];
+  int n = 0;
+  do digits[n++] = static_cast<char>('0' + value % 10);
+  while ((value /= 10) != 0 && n < 24);
+  while (n > 0 && out < end) *out++ = digits[--n];
+}
+void report(int fd, Call call, uint32_t nth, int error, bool declared,
+            const std::source_location& where) noexcept {
+  char line[512];
+  char* out = line;
+  const char* end = line + sizeof line - 1;
+  append(out, end, "doorbell-fault: ");
+  append(out, end, call_name(call));
+  append(out, end, " #");
+  append_number(out, end, nth);
+  append(out, end, " errno ");
+  append_number(out, end, static_cast<unsigned long>(error));
+  append(out, end, " at ");
+  const char* file = where.file_name();
+  for (const char* p = file; *p != '\0'; ++p)
+    if (*p == '/') file = p + 1;
+  append(out, end, file);
+  append(out, end, ":");
+  append_number(out, end, where.line());
+  if (declared) append(out, end, " (declared impossible)");
+  *out++ = '\n';
+  const int saved_errno = errno;
+  ::write(fd, line, static_cast<size_t>(out - line));
+  errno = saved_errno;
+}
+
 bool same_site(const std::source_location& where) noexcept {
   return g_fired_file.load(std::memory_order_relaxed) == where.file_name() &&
          g_fired_line.load(std::memory_order_relaxed) == where.line();
@@ -97,8 +136,12 @@ int decide(Call call, int64_t timeout_ns, const std::source_location& where, boo
     }
     errno = saved_errno;
   }
+  const bool declared = error < 64 && ((t_impossible >> error) & 1) != 0;
   g_fired_file.store(where.file_name(), std::memory_order_relaxed);
   g_fired_line.store(where.line(), std::memory_order_relaxed);
+  g_declared.store(declared, std::memory_order_relaxed);
+  if (const int fd = g_report_fd.load(std::memory_order_relaxed); fd >= 0)
+    report(fd, call, nth, error, declared, where);
   g_fired_timeout_ns.store(timeout_ns, std::memory_order_relaxed);
   g_slept_ns.store(slept, std::memory_order_relaxed);
   g_fired.store(true, std::memory_order_release);
@@ -120,6 +163,7 @@ void arm(int call, uint32_t nth, int error) noexcept {
   g_slept_ns.store(0, std::memory_order_relaxed);
   g_retried.store(false, std::memory_order_relaxed);
   g_retry_timeout_ns.store(-1, std::memory_order_relaxed);
+  g_declared.store(false, std::memory_order_relaxed);
   g_fail_call.store(call, std::memory_order_relaxed);
   g_fail_nth.store(nth, std::memory_order_relaxed);
   g_fail_error.store(error, std::memory_order_relaxed);
@@ -151,6 +195,10 @@ void disarm() noexcept {
   g_armed.store(false, std::memory_order_seq_cst);
 }
 
+void set_report_fd(int fd) noexcept {
+  g_report_fd.store(fd, std::memory_order_relaxed);
+}
+
 uint32_t calls(Call call) noexcept {
   return g_counts[static_cast<std::size_t>(call)].load(std::memory_order_relaxed);
 }
@@ -168,6 +216,7 @@ Injection injection() noexcept {
   result.slept_ns = g_slept_ns.load(std::memory_order_relaxed);
   result.retried = g_retried.load(std::memory_order_relaxed);
   result.retry_timeout_ns = g_retry_timeout_ns.load(std::memory_order_relaxed);
+  result.declared_impossible = g_declared.load(std::memory_order_relaxed);
   return result;
 }
 
@@ -193,6 +242,10 @@ const char* call_name(Call call) noexcept {
     DOORBELL_CALL_NAME(close)
     DOORBELL_CALL_NAME(read)
     DOORBELL_CALL_NAME(write)
+    DOORBELL_CALL_NAME(file_read)
+    DOORBELL_CALL_NAME(eventfd_read)
+    DOORBELL_CALL_NAME(eventfd_write)
+    DOORBELL_CALL_NAME(timerfd_read)
     DOORBELL_CALL_NAME(pread)
     DOORBELL_CALL_NAME(pwrite)
     DOORBELL_CALL_NAME(poll)
@@ -204,6 +257,7 @@ const char* call_name(Call call) noexcept {
     DOORBELL_CALL_NAME(timerfd_create)
     DOORBELL_CALL_NAME(timerfd_settime)
     DOORBELL_CALL_NAME(signalfd)
+    DOORBELL_CALL_NAME(signalfd_mask)
     DOORBELL_CALL_NAME(sigaction)
     DOORBELL_CALL_NAME(sigprocmask)
     DOORBELL_CALL_NAME(futex_wait)
@@ -260,13 +314,28 @@ bool kernel_can_return(Call call, int error) noexcept {
   switch (call) {
     case Call::open:
     case Call::opendir:
-      return error == EINTR || error == ENOMEM || error == EMFILE || error == EPERM ||
-             error == EAGAIN;
+      // /proc, cgroupfs and /dev/null: no FIFO or device that would make
+      // open() wait (EINTR), no lease (EAGAIN).
+      return error == ENOMEM || error == EMFILE || error == EPERM;
     case Call::close:
       return error == EINTR;
     case Call::read:
+      // Pipes, sockets, signalfds.
+      return error == EINTR || error == EAGAIN;
+    case Call::file_read:
     case Call::pread:
+      // /proc and cgroupfs files (seq_file: an allocation may fail).
       return error == EINTR || error == EAGAIN || error == ENOMEM;
+    case Call::eventfd_read:
+    case Call::timerfd_read:
+      // Non-blocking: EAGAIN when nothing is there; nothing else but EINVAL
+      // (a short buffer) and EBADF.
+      return error == EAGAIN;
+    case Call::eventfd_write:
+      // Non-blocking: EAGAIN only when the counter would pass 2^64 - 2,
+      // which the library's writers never reach (EventNotifier writes once
+      // per arm; request_stop() takes EAGAIN as "already requested").
+      return false;
     case Call::write:
     case Call::pwrite:
       return error == EINTR || error == EAGAIN || error == ENOMEM || error == EPERM ||
@@ -274,6 +343,10 @@ bool kernel_can_return(Call call, int error) noexcept {
     case Call::poll:
     case Call::ppoll:
       return error == EINTR;
+    case Call::signalfd_mask:
+      // signalfd() on an existing descriptor changes its mask: EINVAL or
+      // EBADF only.
+      return false;
     case Call::epoll_create1:
     case Call::eventfd:
     case Call::timerfd_create:
@@ -326,7 +399,9 @@ bool kernel_can_return(Call call, int error) noexcept {
     case Call::stat:
       return error == ENOMEM;
     case Call::dup:
-      return error == EMFILE || error == EINTR;
+      // fcntl(F_DUPFD_CLOEXEC) and dup2(): EMFILE (dup2 of an fd in the
+      // middle of an open() elsewhere: EBUSY, not ours).
+      return error == EMFILE;
     case Call::prctl:
     case Call::setsid:
       return error == EPERM;

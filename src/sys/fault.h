@@ -52,6 +52,10 @@ enum class Call : uint8_t {
   close,
   read,
   write,
+  file_read,      // read(2) of a /proc or cgroupfs file (sys::read_file)
+  eventfd_read,   // read(2) of one of the library's (non-blocking) eventfds
+  eventfd_write,  // write(2) to one
+  timerfd_read,   // read(2) of a (non-blocking) timerfd
   pread,
   pwrite,
   poll,
@@ -63,6 +67,7 @@ enum class Call : uint8_t {
   timerfd_create,
   timerfd_settime,
   signalfd,
+  signalfd_mask,  // signalfd() on an existing descriptor: a new mask
   sigaction,
   sigprocmask,  // pthread_sigmask and sigprocmask
   futex_wait,
@@ -136,6 +141,28 @@ int check(Call call, const std::source_location& where) noexcept;
 // sleeps first (see the top).
 int check_timed(Call call, int64_t timeout_ns, const std::source_location& where) noexcept;
 
+// A call site whose own protocol rules out errors the kernel could return
+// for that call in general (stop() of a SignalReceiver queues the wake-up
+// to a thread that cannot have exited yet: ESRCH cannot happen there) says
+// so for the calls this thread makes while the object lives, next to the
+// sys::fatal that handles "cannot happen". A sweep then accepts the abort
+// there; everywhere else an errno kernel_can_return() must be handled. One
+// store to a thread-local word each way; async-signal-safe.
+extern constinit thread_local uint64_t t_impossible;  // bit e: errno e
+class ImpossibleHere {
+ public:
+  template <class... Errors>
+  explicit ImpossibleHere(Errors... errors) noexcept : saved_(t_impossible) {
+    ((t_impossible |= uint64_t{1} << errors), ...);
+  }
+  ~ImpossibleHere() { t_impossible = saved_; }
+  ImpossibleHere(const ImpossibleHere&) = delete;
+  ImpossibleHere& operator=(const ImpossibleHere&) = delete;
+
+ private:
+  uint64_t saved_;
+};
+
 // 0 when the call must go on, else the errno to fail it with.
 [[gnu::always_inline]] inline int injected(Call call, const std::source_location& where) noexcept {
   if (!g_armed.load(std::memory_order_relaxed)) [[likely]]
@@ -159,6 +186,13 @@ void fail_nth_call(Call call, uint32_t nth, int error) noexcept;
 // Disarms it; counts and the injection record stay readable.
 void disarm() noexcept;
 
+// When fd >= 0, the call that fires writes one line to fd first:
+// "doorbell-fault: <call> #<n> errno <e> at <file>:<line>", followed by
+// " (declared impossible)" when the site said so (so that a test knows
+// where, and what the site promised, even when the operation then aborts).
+// -1: none.
+void set_report_fd(int fd) noexcept;
+
 // Calls of one kind since the last arm.
 uint32_t calls(Call call) noexcept;
 
@@ -176,6 +210,8 @@ struct Injection {
   int64_t slept_ns = 0;
   bool retried = false;
   int64_t retry_timeout_ns = -1;
+  // The site declared the error impossible (ImpossibleHere).
+  bool declared_impossible = false;
 };
 Injection injection() noexcept;
 

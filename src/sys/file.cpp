@@ -12,7 +12,7 @@ int read_file(const std::string& path, std::string& out, const std::source_locat
   if (fd < 0) return -errno;
   char buffer[4096];
   for (;;) {
-    const ssize_t n = sys::read(fd, buffer, sizeof buffer, where);
+    const ssize_t n = sys::file_read(fd, buffer, sizeof buffer, where);
     if (n > 0) {
       out.append(buffer, static_cast<std::size_t>(n));
       continue;

@@ -82,6 +82,29 @@ inline ssize_t read(int fd, void* buffer, size_t size, DOORBELL_WHERE) noexcept 
   return ::read(fd, buffer, size);
 }
 
+// read(2) of a /proc or cgroupfs file (sys::read_file).
+inline ssize_t file_read(int fd, void* buffer, size_t size, DOORBELL_WHERE) noexcept {
+  if (const int e = fault::injected(Call::file_read, where)) return detail_seam::fail(e);
+  return ::read(fd, buffer, size);
+}
+
+// The library's eventfds (non-blocking) and timerfds: their own kinds, since
+// the errors the kernel can return for them differ from a pipe's.
+inline ssize_t eventfd_read(int fd, uint64_t* value, DOORBELL_WHERE) noexcept {
+  if (const int e = fault::injected(Call::eventfd_read, where)) return detail_seam::fail(e);
+  return ::read(fd, value, sizeof *value);
+}
+
+inline ssize_t eventfd_write(int fd, uint64_t value, DOORBELL_WHERE) noexcept {
+  if (const int e = fault::injected(Call::eventfd_write, where)) return detail_seam::fail(e);
+  return ::write(fd, &value, sizeof value);
+}
+
+inline ssize_t timerfd_read(int fd, uint64_t* expirations, DOORBELL_WHERE) noexcept {
+  if (const int e = fault::injected(Call::timerfd_read, where)) return detail_seam::fail(e);
+  return ::read(fd, expirations, sizeof *expirations);
+}
+
 inline ssize_t write(int fd, const void* buffer, size_t size, DOORBELL_WHERE) noexcept {
   if (const int e = fault::injected(Call::write, where)) return detail_seam::fail(e);
   return ::write(fd, buffer, size);
@@ -213,7 +236,8 @@ inline int timerfd_settime(int fd, int flags, const itimerspec* value, itimerspe
 }
 
 inline int signalfd(int fd, const sigset_t* mask, int flags, DOORBELL_WHERE) noexcept {
-  if (const int e = fault::injected(Call::signalfd, where)) return detail_seam::fail(e);
+  if (const int e = fault::injected(fd < 0 ? Call::signalfd : Call::signalfd_mask, where))
+    return detail_seam::fail(e);
   return ::signalfd(fd, mask, flags);
 }
 
