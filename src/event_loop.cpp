@@ -185,9 +185,11 @@ void EventLoop::modify(int fd, uint32_t events) {
 bool EventLoop::remove(int fd) {
   auto it = by_fd_.find(fd);
   if (it == by_fd_.end()) return false;
-  // Drop our record first: whatever epoll says, the registration is gone,
-  // and a callback still running keeps its own reference.
-  by_serial_.erase(it->second->serial);
+  // Drop our record first: the registration is gone (a callback still
+  // running keeps its own reference), unless epoll refuses for a reason
+  // other than a closed fd (then the kernel still has it, and so do we).
+  std::shared_ptr<Registration> registration = std::move(it->second);
+  by_serial_.erase(registration->serial);
   by_fd_.erase(it);
   if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
     const int error = errno;
@@ -196,6 +198,8 @@ bool EventLoop::remove(int fd) {
       forget_closed(fd);
       throw_closed_under_loop(fd, "remove");
     }
+    by_serial_.emplace(registration->serial, registration);
+    by_fd_.emplace(fd, std::move(registration));
     sys::throw_errno(error, "EventLoop::remove: epoll_ctl(DEL)");
   }
   return true;
@@ -213,16 +217,20 @@ EventLoop::TimerId EventLoop::add_timer(std::chrono::nanoseconds first,
   entry->callback = std::move(callback);
   TimerEntry* raw = entry.get();
   const TimerId id = entry->id;
+  // Armed before it is registered: a failure of either leaves nothing behind
+  // (the entry, its timerfd and no registration go with the exception; a
+  // registration added first outlived a failed arm, its callback pointing
+  // at the freed entry). An expiration before the add() waits, readable.
+  if (entry->periodic)
+    entry->timer.arm_periodic(period, first);
+  else
+    entry->timer.arm_once(first);
   add(raw->timer.fd(), kReadable, [this, raw, id](uint32_t) {
     const uint64_t n = raw->timer.read();
     if (n == 0) return;                    // raced with a re-arm; nothing expired
     if (!raw->periodic) cancel_timer(id);  // retired, stays alive until the round ends
     raw->callback(n);
   });
-  if (entry->periodic)
-    entry->timer.arm_periodic(period, first);
-  else
-    entry->timer.arm_once(first);
   timers_.emplace(id, std::move(entry));
   return id;
 }

@@ -101,13 +101,17 @@ class EventLoop {
   void add(int fd, uint32_t events, Callback callback);
 
   // Changes the events watched. Throws std::invalid_argument when fd is not
-  // registered, std::system_error(EBADF) when it was closed under the loop.
+  // registered, std::system_error(EBADF) when it was closed under the loop,
+  // std::system_error for another epoll_ctl failure (the registration then
+  // keeps its events).
   void modify(int fd, uint32_t events);
 
   // Stops watching fd; safe from any callback, the fd's own included.
   // Returns false when fd is not registered. Throws std::system_error(EBADF)
   // when fd was closed while registered (the registration is dropped first
-  // and the loop moves to a fresh epoll instance, so it stays consistent).
+  // and the loop moves to a fresh epoll instance, so it stays consistent);
+  // std::system_error for another epoll_ctl failure, with the registration
+  // kept (epoll still has it).
   bool remove(int fd);
 
   bool contains(int fd) const noexcept { return by_fd_.count(fd) != 0; }
@@ -115,7 +119,9 @@ class EventLoop {
 
   // A timer owned by the loop: fires after `first`, then every `period`
   // when period > 0. Throws std::invalid_argument when first <= 0 or
-  // period < 0 or the callback is empty.
+  // period < 0 or the callback is empty; std::system_error when
+  // timerfd_create(2), timerfd_settime(2) or the add() fails (then nothing
+  // of the timer is left).
   TimerId add_timer(std::chrono::nanoseconds first, std::chrono::nanoseconds period,
                     TimerCallback callback);
   // Cancels a timer; safe from any callback, its own included. Returns false
