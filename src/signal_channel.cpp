@@ -205,7 +205,10 @@ sigset_t block_signals_before_threads(const std::vector<int>& signals) {
     sigaddset(&set, signo);
   }
   sigset_t previous;
-  sys::pthread_sigmask(SIG_BLOCK, &set, &previous);
+  // A failure (it cannot fail for SIG_BLOCK) must not hand back an
+  // uninitialized mask for restore_signal_mask() to install.
+  if (const int rc = sys::pthread_sigmask(SIG_BLOCK, &set, &previous); rc != 0)
+    sys::throw_errno(rc, "block_signals_before_threads: pthread_sigmask");
   return previous;
 }
 

@@ -145,7 +145,7 @@ class HandlerCore {
           // queue empty. Rare: one write per such race.
           const std::uint64_t one = 1;
           ssize_t n;
-          do n = sys::write(notifier_.fd(), &one, sizeof one);
+          do n = sys::eventfd_write(notifier_.fd(), one);
           while (n < 0 && errno == EINTR);
           break;
         }

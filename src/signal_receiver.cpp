@@ -104,6 +104,14 @@ std::string rtprio_limit_text() {
   return std::to_string(limit.rlim_cur);
 }
 
+// Sets the calling thread's mask back to one it had: pthread_sigmask() can
+// fail only for a bad `how` (EINVAL), so a failure cannot happen and ends
+// the process (sys::fatal).
+void restore_mask_or_die(const sigset_t& previous) noexcept {
+  if (const int rc = sys::pthread_sigmask(SIG_SETMASK, &previous, nullptr); rc != 0)
+    sys::fatal("pthread_sigmask(restore)", rc);
+}
+
 }  // namespace
 
 sigset_t block_signals_in_this_thread(const std::vector<int>& signals) {
@@ -336,10 +344,12 @@ SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callbac
         s.run_sigwaitinfo();
     });
   } catch (...) {
-    restore_signal_mask(previous);
+    restore_mask_or_die(previous);
     throw;
   }
-  restore_signal_mask(previous);
+  // Not restore_signal_mask(), which throws: with the thread started, an
+  // exception here would destroy a joinable std::thread (std::terminate).
+  restore_mask_or_die(previous);
   const std::string fatal_error = placed_result.get();
   if (!fatal_error.empty()) {
     s.thread.join();
@@ -362,8 +372,12 @@ void SignalReceiver::stop() {
   if (s.options.method == Method::signalfd) {
     s.stopping.store(true, std::memory_order_release);
     const uint64_t one = 1;
-    while (sys::write(s.stop_fd.get(), &one, sizeof one) < 0 && errno == EINTR) {
-    }
+    // The one write to a non-blocking eventfd cannot fail; if it did, the
+    // thread would never wake and the join below would hang for ever.
+    ssize_t n;
+    do n = sys::eventfd_write(s.stop_fd.get(), one);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) sys::fatal("SignalReceiver::stop: eventfd write", errno);
   } else {
     // Wake sigwaitinfo with a thread-directed instance of a signal of the set,
     // marked with this State's address, which the loop recognises and
@@ -378,6 +392,10 @@ void SignalReceiver::stop() {
     info.si_uid = ::getuid();
     info.si_value.sival_ptr = static_cast<void*>(&s);
     race_point(detail::SignalReceiverRacePoint::stop_before_wake);
+    // The receiver thread is ours and alive until `sent` (run_sigwaitinfo):
+    // neither ESRCH nor EPERM can come back for it (fault injection: the
+    // abort below is the documented "cannot happen").
+    const sys::fault::ImpossibleHere impossible(ESRCH, EPERM);
     for (;;) {
       const int rc = sys::rt_tgsigqueueinfo(::getpid(), s.placement.tid, s.wake_signal, &info);
       if (rc == 0) break;

@@ -322,7 +322,8 @@ class SignalChannel {
 // mechanism needs. Pass the returned mask to restore_signal_mask() when the
 // threads are gone, to get the original behaviour back (for example: a
 // second SIGINT after shutdown then kills as the default does). Throws
-// std::invalid_argument for a refused signal (see above).
+// std::invalid_argument for a refused signal (see above), std::system_error
+// when pthread_sigmask(3) fails (the mask is then unchanged).
 sigset_t block_signals_before_threads(const std::vector<int>& signals);
 
 // restore_signal_mask(mask), declared in doorbell/signal_receiver.h (shared
