@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "doorbell/signal_channel.h"
 #include "sys/error.h"
 #include "sys/pidfd.h"
+#include "sys/reap.h"
 #include "sys/syscalls.h"
 
 #ifndef P_PIDFD
@@ -138,9 +140,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
   } catch (const std::system_error& e) {
     if (e.code().value() != ENOSYS) {
       sys::kill(pid, SIGKILL);
-      int ignored;
-      while (sys::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
-      }
+      sys::reap(-1, pid);
       throw;
     }
   }
@@ -173,14 +173,23 @@ ChildProcess::~ChildProcess() {
 
 void ChildProcess::release() noexcept {
   if (pid_ > 0 && !status_) {
-    if (pidfd_ >= 0)
-      sys::pidfd_send_signal(pidfd_, SIGKILL);
-    else
-      sys::kill(pid_, SIGKILL);
-    try {
-      wait();
-    } catch (...) {
-      // The child was reaped by someone else (waitpid(-1)): nothing left.
+    int rc = pidfd_ >= 0 ? sys::pidfd_send_signal(pidfd_, SIGKILL)
+                         : (sys::kill(pid_, SIGKILL) == 0 ? 0 : -errno);
+    // The PID is still ours (unreaped): when the pidfd refuses, even with
+    // ESRCH (which it may say of a zombie), the PID is asked too; killing a
+    // zombie is a no-op. A kill that fails both ways (a set-user-ID child
+    // we may not signal) must not turn into a wait for the child to end by
+    // itself.
+    if (rc != 0 && pidfd_ >= 0) rc = sys::kill(pid_, SIGKILL) == 0 ? 0 : -errno;
+    if (rc != 0 && rc != -ESRCH) {
+      const std::string warning = "doorbell: warning: ChildProcess: cannot kill child " +
+                                  std::to_string(pid_) + " (" + std::strerror(-rc) +
+                                  "); left running, unreaped\n";
+      sys::write_stderr(warning.c_str());
+    } else {
+      // A failed waitid() is not "reaped by someone else" (only ECHILD is):
+      // sys::reap() falls back to waitpid() on our PID.
+      sys::reap(pidfd_, pid_);
     }
   }
   if (pidfd_ >= 0) sys::close(pidfd_);

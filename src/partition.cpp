@@ -47,6 +47,7 @@
 #include "sys/path.h"
 #include "sys/pidfd.h"
 #include "sys/proc.h"
+#include "sys/reap.h"
 #include "sys/syscalls.h"
 
 extern char** environ;
@@ -273,7 +274,10 @@ void Run::set_up() {
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  if (sys::pthread_sigmask(SIG_BLOCK, &chld, &old_mask_) != 0) sys::throw_errno("pthread_sigmask");
+  // pthread_sigmask() and clock_getcpuclockid() return their error: errno
+  // says nothing about them.
+  if (const int rc = sys::pthread_sigmask(SIG_BLOCK, &chld, &old_mask_); rc != 0)
+    sys::throw_errno(rc, "pthread_sigmask");
   mask_changed_ = true;
   signal_fd_.reset(sys::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_) sys::throw_errno("signalfd(SIGCHLD)");
@@ -388,8 +392,7 @@ void Run::spawn(Partition& p) {
   // its own; it has not run any code of the partition, nor forked).
   auto give_up = [&](const std::system_error& e, const char* what) {
     sys::kill(pid, SIGKILL);
-    while (sys::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    sys::reap(-1, pid);
     throw std::system_error(
         e.code(), "partition " + spec.name + ": " + what + " failed (the partition was killed)");
   };
@@ -408,11 +411,17 @@ void Run::spawn(Partition& p) {
   report_.pids.push_back(pid);
   // The guardian has it: release the child from PR_SET_PDEATHSIG. A child
   // that died meanwhile shows in initial_suspend().
+  // A failed send would let the child read end-of-file and exit 126, and
+  // run() would report that instead: report the send. (The guardian holds
+  // the child now; the clean-up kills it.)
   const char go = 1;
-  while (sys::send(handshake_ours.get(), &go, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
+  ssize_t sent;
+  do sent = sys::send(handshake_ours.get(), &go, 1, MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent < 0) sys::throw_errno("partition " + spec.name + ": handshake send");
   handshake_ours.reset();
-  if (sys::clock_getcpuclockid(pid, &p.cpu_clock) != 0) sys::throw_errno("clock_getcpuclockid");
+  if (const int rc = sys::clock_getcpuclockid(pid, &p.cpu_clock); rc != 0)
+    sys::throw_errno(rc, "clock_getcpuclockid");
 }
 
 void Run::initial_suspend(Partition& p) {
@@ -607,10 +616,7 @@ void Run::on_exit(Partition& p, const siginfo_t& info) {
   // left running (children in its group or cgroup) would run outside every
   // window. Kill it, then reap the partition (peeked with WNOWAIT).
   kill_partition(p);
-  siginfo_t reaped{};
-  while (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &reaped, WEXITED) != 0 &&
-         errno == EINTR) {
-  }
+  sys::reap(p.pidfd.get(), p.pid);  // a failed waitid() falls back to the PID: no zombie
   p.alive = false;
   PartitionExit exit;
   exit.partition = p.index;
@@ -765,7 +771,7 @@ bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
   if (stop_schedule_) return false;
   if (fds[0].revents & POLLIN) {
     uint64_t expirations;
-    while (sys::read(timer_.get(), &expirations, sizeof expirations) < 0 && errno == EINTR) {
+    while (sys::timerfd_read(timer_.get(), &expirations) < 0 && errno == EINTR) {
     }
     timer_fired = true;
   }
@@ -937,10 +943,7 @@ void Run::cleanup() noexcept {
       // user code runs in between.
       kill_partition(p);
       if (p.cgroup) p.cgroup->thaw();
-      siginfo_t info{};
-      while (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WEXITED) != 0 &&
-             errno == EINTR) {
-      }
+      sys::reap(p.pidfd.get(), p.pid);  // a failed waitid() falls back to the PID: no zombie
       p.alive = false;
     } else {
       if (p.cgroup) p.cgroup->thaw();
@@ -968,7 +971,12 @@ void Run::cleanup() noexcept {
     while (sys::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
     }
   }
-  if (mask_changed_) sys::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  // run() returns with the caller's mask, or not at all: restoring a mask we
+  // read cannot fail.
+  if (mask_changed_) {
+    if (const int rc = sys::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr); rc != 0)
+      sys::fatal("pthread_sigmask(restore the caller's mask)", rc);
+  }
   mask_changed_ = false;
   guardian_.finish();
 }
@@ -993,7 +1001,7 @@ RunReport Scheduler::run(const RunOptions& options) {
 void Scheduler::request_stop() noexcept {
   const uint64_t one = 1;
   // eventfd write is async-signal-safe; EAGAIN means a stop is already queued.
-  while (sys::write(stop_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  while (sys::eventfd_write(stop_fd_, one) < 0 && errno == EINTR) {
   }
 }
 

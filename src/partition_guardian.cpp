@@ -14,6 +14,7 @@
 
 #include "sys/error.h"
 #include "sys/pidfd.h"
+#include "sys/reap.h"
 #include "sys/syscalls.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -87,7 +88,7 @@ int for_each_listed(const char* dir, Each each) noexcept {
   if (fd < 0) return 0;
   static char buffer[65536];
   ssize_t n;
-  while ((n = sys::read(fd, buffer, sizeof buffer - 1)) < 0 && errno == EINTR) {
+  while ((n = sys::file_read(fd, buffer, sizeof buffer - 1)) < 0 && errno == EINTR) {
   }
   sys::close(fd);
   if (n <= 0) return 0;
@@ -128,7 +129,7 @@ bool v1_frozen(const char* dir) noexcept {
   if (fd < 0) return false;
   char state[16] = {};
   ssize_t n;
-  while ((n = sys::read(fd, state, sizeof state - 1)) < 0 && errno == EINTR) {
+  while ((n = sys::file_read(fd, state, sizeof state - 1)) < 0 && errno == EINTR) {
   }
   sys::close(fd);
   return n >= 6 && std::memcmp(state, "FROZEN", 6) == 0;
@@ -358,17 +359,13 @@ void Guardian::watch_cgroup(const std::string& path, bool v1, bool kill_on_exit)
 int Guardian::finish() noexcept {
   if (pid_ < 0) return 0;
   socket_.reset();
-  siginfo_t info{};
-  int result;
-  do {
-    result = pidfd_.valid()
-                 ? sys::waitid(static_cast<idtype_t>(P_PIDFD), pidfd_.get(), &info, WEXITED)
-                 : sys::waitid(P_PID, pid_, &info, WEXITED);
-  } while (result != 0 && errno == EINTR);
+  // A failed waitid() falls back to waitpid() on the PID (our unreaped
+  // child): never a zombie guardian. nullopt: reaped by someone else.
+  const std::optional<siginfo_t> info = sys::reap(pidfd_.get(), pid_);
   pidfd_.reset();
   pid_ = -1;
-  if (result != 0) return -1;
-  return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+  if (!info) return -1;
+  return info->si_code == CLD_EXITED ? info->si_status : 128 + info->si_status;
 }
 
 }  // namespace doorbell::detail
