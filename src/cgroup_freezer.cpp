@@ -199,7 +199,9 @@ CgroupFreezer CgroupFreezer::create(const std::string& name, const FreezerOption
       v2_failure = "mkdir " + path + ": " + std::strerror(errno);
     } else {
       const int control = sys::open((path + "/cgroup.freeze").c_str(), O_RDWR | O_CLOEXEC);
+      int error = control < 0 ? errno : 0;
       const int events = sys::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+      if (events < 0 && error == 0) error = errno;
       if (control >= 0 && events >= 0) {
         cgroup.version_ = FreezerVersion::v2;
         cgroup.path_ = path;
@@ -208,10 +210,14 @@ CgroupFreezer CgroupFreezer::create(const std::string& name, const FreezerOption
         cgroup.events_fd_ = events;
         return cgroup;
       }
-      v2_failure = "no cgroup.freeze in " + path + " (kernel before 5.2?)";
       if (control >= 0) sys::close(control);
       if (events >= 0) sys::close(events);
       sys::rmdir(path.c_str());
+      // Missing files mean a kernel without the v2 freezer: fall back. Any
+      // other failure (EMFILE, ENOMEM) is the error, not "no freezer".
+      if (error != ENOENT)
+        sys::throw_errno(error, "open " + path + "/cgroup.freeze or cgroup.events");
+      v2_failure = "no cgroup.freeze in " + path + " (kernel before 5.2?)";
     }
   }
   if (!where.v1_parent.empty()) {
@@ -356,8 +362,10 @@ void CgroupFreezer::remove() {
       break;
     }
     error = errno;
-    if (error != EBUSY) break;
-    sys::usleep(1000);  // exiting tasks leave the cgroup asynchronously
+    // EBUSY: exiting tasks leave the cgroup asynchronously; ENOMEM: the
+    // kernel may find the memory on a later attempt.
+    if (error != EBUSY && error != ENOMEM) break;
+    sys::usleep(1000);
   }
   // Done with it either way: the descriptors are closed and the object
   // forgets the cgroup, so that neither the destructor nor an owner that

@@ -125,7 +125,7 @@ class CgroupFreezer {
   std::vector<pid_t> processes() const;
 
   // Thaws, moves any process still inside to the parent cgroup, removes the
-  // directory (rmdir retried for ~100 ms while EBUSY). Idempotent. Throws
+  // directory (rmdir retried for ~100 ms while EBUSY or ENOMEM). Idempotent. Throws
   // std::system_error naming the directory when it cannot be removed; the
   // object is then empty all the same (its descriptors closed, path()
   // empty, nothing retried by a later remove() or the destructor), and the
