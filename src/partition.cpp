@@ -162,7 +162,8 @@ class Run {
   WindowRecord& close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns, bool measured) noexcept;
   void settle_start_up(Partition& p);
   void start_up(Partition& p);
-  void resume(Partition& p) noexcept;
+  // 0, or -errno of the SIGCONT or thaw that failed.
+  int resume(Partition& p) noexcept;
   void kill_partition(Partition& p) noexcept;
   // Waits until deadline_ns (absolute CLOCK_MONOTONIC), handling
   // notifications meanwhile; sleeps until spin_ns before it and spins the
@@ -453,7 +454,10 @@ void Run::initial_suspend(Partition& p) {
                                 "cgroup " + p.cgroup->path() + " did not freeze within 2 s");
       sys::usleep(100);
     }
-    sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
+    // Without it the partition stays stopped for good: no thaw continues a
+    // stopped task.
+    if (const int rc = sys::pidfd_send_signal(p.pidfd.get(), SIGCONT); rc != 0)
+      sys::throw_errno(-rc, "partition " + p.spec->name + ": SIGCONT after freezing it");
     settle_start_up(p);
   }
 }
@@ -505,7 +509,14 @@ void Run::start_up(Partition& p) {
   constexpr int64_t kStartUpNs = 5'000'000'000;
   if (p.spec->entry || !p.alive || !p.exec_error) return;
   const int64_t give_up = now_ns() + kStartUpNs;
-  resume(p);
+  // A resume that failed lets no exec happen: say so rather than wait for
+  // one. Frame 0's resume tries again.
+  if (const int rc = resume(p); rc != 0) {
+    report_.warnings.push_back("partition " + p.spec->name +
+                               ": could not resume it for its exec at start-up (" +
+                               std::strerror(-rc) + "); frame 0 includes the exec");
+    return;
+  }
   for (;;) {
     pollfd fd{p.exec_error.get(), POLLIN, 0};
     const int64_t left = give_up - now_ns();
@@ -571,12 +582,9 @@ void Run::suspend(Partition& p) noexcept {
   }
 }
 
-void Run::resume(Partition& p) noexcept {
-  if (effective_method_ == SuspendMethod::freezer) {
-    p.cgroup->thaw();
-  } else {
-    sys::kill(-p.pid, SIGCONT);
-  }
+int Run::resume(Partition& p) noexcept {
+  if (effective_method_ == SuspendMethod::freezer) return p.cgroup->thaw();
+  return sys::kill(-p.pid, SIGCONT) == 0 ? 0 : -errno;
 }
 
 // Kills whatever is left of partition p: its cgroup and its process group.
