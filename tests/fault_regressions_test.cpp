@@ -27,11 +27,8 @@
 #include "doorbell/thread_broadcast.h"
 #include "partition_guardian.h"
 #include "sys/fault.h"
-#if __has_include("sys/reap.h")
 #include "sys/pidfd.h"
 #include "sys/reap.h"
-#define DOORBELL_HAVE_REAP 1
-#endif
 #include "tests/signal_test_support.h"
 #include "tests/support/cgroup_probe.h"
 
@@ -270,7 +267,6 @@ TEST(FaultRegressions, ChildProcessDestructor_WaitFails_StillReaps) {
 // The one reaper (sys/reap.h) behind ~ChildProcess, the guardian's finish()
 // and the partition scheduler: a failed waitid() falls back to waitpid() on
 // the PID, which is still ours (an unreaped child).
-#ifdef DOORBELL_HAVE_REAP
 TEST(FaultRegressions, Reap_WaitidFails_FallsBackToTheChildsPid) {
   const pid_t pid = start_sleeper();
   const sys::UniqueFd pidfd = sys::pidfd_open(pid);
@@ -281,7 +277,6 @@ TEST(FaultRegressions, Reap_WaitidFails_FallsBackToTheChildsPid) {
   EXPECT_EQ(info->si_code, CLD_KILLED);
   EXPECT_FALSE(is_our_zombie_or_alive(pid));
 }
-#endif
 
 // The guardian's finish() gave up on any waitid() failure but EINTR and
 // left the guardian a zombie.
@@ -385,6 +380,48 @@ TEST(FaultRegressions, PartitionRun_HandshakeSendFails_ReportsTheSend) {
     EXPECT_EQ(e.code().value(), ENOMEM) << e.what();
     EXPECT_NE(std::string(e.what()).find("handshake"), std::string::npos) << e.what();
   }
+}
+
+// With the freezer, a partition is frozen while stopped and then sent the
+// start-up SIGCONT (a frozen task that gets SIGCONT stays frozen); a thaw
+// never continues a stopped task. run() ignored a failure of that SIGCONT,
+// waited 2 s for its CLD_CONTINUED, and went on with a partition that could
+// never run in any window.
+TEST(FaultRegressions, PartitionRun_FreezerStartUpSigcontFails_Reported) {
+  std::string why;
+  if (!test::cgroup2_freezer_usable(&why)) GTEST_SKIP() << why;
+  partition::Schedule s = one_partition();
+  s.method = partition::SuspendMethod::freezer;
+  s.freezer.preference = FreezerPreference::v2_only;
+  partition::Scheduler scheduler(s);
+  std::optional<partition::RunReport> report;
+  try {
+    with_fault(fault::Call::pidfd_send_signal, 1, ESRCH,
+               [&] { report = scheduler.run(one_frame()); });
+    ADD_FAILURE() << "run() went on with a partition that cannot run";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), ESRCH) << e.what();
+    EXPECT_NE(std::string(e.what()).find("SIGCONT"), std::string::npos) << e.what();
+  }
+  test::remove_cgroups_with_prefix("doorbell-" + std::to_string(::getpid()) + "-");
+}
+
+// A command partition is resumed for its execve before frame 0; when that
+// SIGCONT failed, run() waited the whole 5 s start-up limit for an exec
+// that could not happen, and then said the exec "took over 5 s".
+TEST(FaultRegressions, PartitionRun_StartUpResumeFails_SaysSoWithoutWaiting) {
+  partition::Schedule s = one_partition();
+  s.partitions[0].entry = nullptr;
+  s.partitions[0].command = {"sleep", "30"};
+  partition::Scheduler scheduler(s);
+  partition::RunReport report;
+  with_fault(fault::Call::kill, 1, EPERM, [&] { report = scheduler.run(one_frame()); });
+  bool said = false;
+  for (const std::string& w : report.warnings) {
+    EXPECT_EQ(w.find("took over 5 s"), std::string::npos) << w;
+    said |= w.find("could not resume") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << "no warning says the start-up resume failed";
 }
 
 // run() returned with SIGCHLD still blocked when the restore of the mask
