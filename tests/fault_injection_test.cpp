@@ -159,6 +159,8 @@ struct Operation {
   bool check_retry_timeouts = true;
   // How many Nth calls of one kind get cases (see sample()).
   unsigned max_nths = 6;
+  // It makes cgroups: look for leftovers (named after the case's pid).
+  bool cgroups = false;
 };
 
 // ---------------------------------------------------------------- the case child
@@ -224,9 +226,20 @@ Snapshot take_snapshot() {
   return s;
 }
 
-// Direct children of this process (a scan of /proc).
+// Direct children of this process: /proc/self/task/*/children
+// (CONFIG_PROC_CHILDREN; children of a thread that exited belong to another
+// thread of the process), else a scan of /proc.
 std::vector<int> our_children() {
-  return test::children_of(::getpid());
+  std::vector<int> children;
+  bool have_lists = false;
+  for (const std::string& tid : list_dir("/proc/self/task")) {
+    std::ifstream in("/proc/self/task/" + tid + "/children");
+    if (!in) continue;
+    have_lists = true;
+    int pid;
+    while (in >> pid) children.push_back(pid);
+  }
+  return have_lists ? children : test::children_of(::getpid());
 }
 
 std::vector<std::string> cgroups_of(pid_t pid) {
@@ -288,8 +301,9 @@ std::vector<std::string> compare(const Snapshot& before, const Snapshot& after) 
     problems.push_back("child process left behind: " + std::to_string(child) + " (state " +
                        std::string(1, state ? state : '?') + ")");
   }
-  for (const std::string& path : cgroups_of(::getpid()))
-    problems.push_back("cgroup left behind: " + path);
+  if (op.cgroups)
+    for (const std::string& path : cgroups_of(::getpid()))
+      problems.push_back("cgroup left behind: " + path);
 #if defined(__SANITIZE_ADDRESS__)
   if (__lsan_do_recoverable_leak_check() != 0) problems.push_back("memory leaked (LeakSanitizer)");
 #endif
@@ -350,10 +364,11 @@ struct CaseResult {
 
 // Kills and reaps every child of this process (leftovers of a killed case
 // come to us: we are a subreaper), thawing its cgroups first.
-void clean_up_after(pid_t case_pid) {
-  for (const std::string& prefix : {"doorbell-" + std::to_string(case_pid) + "-",
-                                    "doorbell-fi-" + std::to_string(case_pid) + "-"})
-    test::remove_cgroups_with_prefix(prefix);
+void clean_up_after(pid_t case_pid, bool cgroups) {
+  if (cgroups)
+    for (const std::string& prefix : {"doorbell-" + std::to_string(case_pid) + "-",
+                                      "doorbell-fi-" + std::to_string(case_pid) + "-"})
+      test::remove_cgroups_with_prefix(prefix);
   for (int round = 0; round < 400; ++round) {
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
@@ -362,9 +377,10 @@ void clean_up_after(pid_t case_pid) {
     for (int pid : children) ::kill(pid, SIGKILL);
     std::this_thread::sleep_for(2ms);
   }
-  for (const std::string& prefix : {"doorbell-" + std::to_string(case_pid) + "-",
-                                    "doorbell-fi-" + std::to_string(case_pid) + "-"})
-    test::remove_cgroups_with_prefix(prefix);
+  if (cgroups)
+    for (const std::string& prefix : {"doorbell-" + std::to_string(case_pid) + "-",
+                                      "doorbell-fi-" + std::to_string(case_pid) + "-"})
+      test::remove_cgroups_with_prefix(prefix);
 }
 
 CaseResult run_one(const Operation& op, const Window& plan) {
@@ -418,7 +434,7 @@ CaseResult run_one(const Operation& op, const Window& plan) {
   }
   ::close(report[0]);
   ::close(err[0]);
-  clean_up_after(pid);
+  clean_up_after(pid, op.cgroups);
   // The injection's own line on stderr names the site, also when the case
   // died before it could report.
   if (const auto at = result.err.find("doorbell-fault: "); at != std::string::npos) {
@@ -1101,7 +1117,7 @@ TEST(FaultInjection, CgroupFreezer_ProbeCreateRemove) {
              cgroup.remove();
            });
          },
-         true, need_v2_freezer});
+         true, need_v2_freezer, 10s, true, 6, true});
 }
 
 TEST(FaultInjection, CgroupFreezer_AddFreezeThawRemove) {
@@ -1125,7 +1141,7 @@ TEST(FaultInjection, CgroupFreezer_AddFreezeThawRemove) {
            cgroup.remove();
            w.expect(test::process_state(target.pid()) != 'T', "the target was left stopped");
          },
-         true, need_v2_freezer});
+         true, need_v2_freezer, 10s, true, 6, true});
 }
 
 TEST(FaultInjection, CgroupFreezer_KillAll) {
@@ -1143,7 +1159,7 @@ TEST(FaultInjection, CgroupFreezer_KillAll) {
            target.reset();  // SIGKILL (again) and reap
            cgroup.remove();
          },
-         false, need_v2_freezer});
+         false, need_v2_freezer, 10s, true, 6, true});
 }
 
 TEST(FaultInjection, CgroupFreezer_V1CreateFreezeRemove) {
@@ -1162,13 +1178,13 @@ TEST(FaultInjection, CgroupFreezer_V1CreateFreezeRemove) {
              cgroup.remove();
            });
          },
-         true, need_v1_freezer});
+         true, need_v1_freezer, 10s, true, 6, true});
 }
 
 TEST(FaultInjection, FreezerKeeper_HoldAndRelease) {
   sweep({"FreezerKeeper_HoldAndRelease",
          [](Window& w) { w.run([] { FreezerKeeper keeper(Window::cgroup_name("keeper")); }); },
-         true, need_v1_freezer});
+         true, need_v1_freezer, 10s, true, 6, true});
 }
 
 TEST(FaultInjection, Partition_SchedulerConstructAndRequestStop) {
@@ -1203,7 +1219,25 @@ TEST(FaultInjection, Partition_RunOneFrame_SigstopAllThreads_Fifo) {
 TEST(FaultInjection, Partition_RunOneFrame_FreezerV2) {
   sweep({"Partition_RunOneFrame_FreezerV2",
          [](Window& w) { run_one_frame(w, partition::SuspendMethod::freezer); }, true,
-         need_v2_freezer, 20s, false, 3});
+         need_v2_freezer, 20s, false, 3, true});
+}
+
+// A command partition: the scheduler resolves it in PATH, runs it through
+// its execve before frame 0 (the close-on-exec pipe's end of file) and
+// suspends it again.
+TEST(FaultInjection, Partition_RunOneFrame_CommandPartition) {
+  sweep({"Partition_RunOneFrame_CommandPartition",
+         [](Window& w) {
+           partition::Schedule s = one_partition(partition::SuspendMethod::sigstop);
+           s.partitions[0].entry = nullptr;
+           s.partitions[0].command = {"sleep", "30"};
+           partition::Scheduler scheduler(s);
+           w.run([&] {
+             const partition::RunReport report = scheduler.run(one_frame());
+             w.expect(report.frames == 1, "the frame did not complete");
+           });
+         },
+         true, need_root, 20s, false, 3});
 }
 
 TEST(FaultInjection, RateLimiter_FirstCallOfAThreadReclaimsASlot) {
