@@ -195,12 +195,12 @@ std::string describe_fd(const std::string& fd) {
 
 std::string describe_action(const struct sigaction& a) {
   std::ostringstream text;
+  // SIG_DFL and SIG_IGN: their mask and flags have no effect (no handler
+  // runs), and ThreadSanitizer's sigaction() reports a stale mask for them.
+  if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_DFL) return "SIG_DFL";
+  if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_IGN) return "SIG_IGN";
   if (a.sa_flags & SA_SIGINFO)
     text << "action " << reinterpret_cast<const void*>(a.sa_sigaction);
-  else if (a.sa_handler == SIG_DFL)
-    text << "SIG_DFL";
-  else if (a.sa_handler == SIG_IGN)
-    text << "SIG_IGN";
   else
     text << "handler " << reinterpret_cast<const void*>(a.sa_handler);
   constexpr int kRestorer = 0x04000000;  // SA_RESTORER, set by the C library
@@ -264,9 +264,17 @@ std::vector<std::string> compare(const Snapshot& before, const Snapshot& after) 
       problems.push_back("disposition of " + signal_name(signo) + " changed: " + action + " -> " +
                          it->second);
   }
-  if (after.threads != before.threads)
+  if (after.threads != before.threads) {
+    std::string names;
+    for (const std::string& tid : list_dir("/proc/self/task")) {
+      std::ifstream comm("/proc/self/task/" + tid + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      names += " " + tid + ":" + name;
+    }
     problems.push_back("threads: " + std::to_string(before.threads) + " before, " +
-                       std::to_string(after.threads) + " after");
+                       std::to_string(after.threads) + " after (now" + names + ")");
+  }
   return problems;
 }
 
@@ -276,6 +284,12 @@ std::vector<std::string> compare(const Snapshot& before, const Snapshot& after) 
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   fault::set_report_fd(STDERR_FILENO);
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer starts threads of its own when the first thread is made
+  // in a process (a forked child included): let them exist before the
+  // snapshot, so that only the operation's threads count.
+  std::thread([] {}).join();
+#endif
   const Snapshot before = take_snapshot();
   std::vector<std::string> escaped;
   try {
@@ -631,8 +645,9 @@ void sweep(const Operation& op) {
   std::printf("%s\n", summary.str().c_str());
   std::error_code ignored;
   fs::create_directories(DOORBELL_BINARY_DIR "/fault_injection", ignored);
-  std::ofstream(std::string(DOORBELL_BINARY_DIR "/fault_injection/") + op.name + ".txt")
-      << summary.str() << "\n";
+  std::ofstream out(std::string(DOORBELL_BINARY_DIR "/fault_injection/") + op.name + ".txt");
+  out << summary.str() << "\n";
+  for (const std::string& site : sites) out << "site " << site << "\n";
   std::ostringstream all;
   for (const std::string& f : failures) all << "  " << f << "\n";
   EXPECT_TRUE(failures.empty()) << failed << " of " << cases << " cases failed:\n" << all.str();
@@ -1043,7 +1058,8 @@ TEST(FaultInjection, ThreadBroadcaster_Send) {
              ThreadBroadcaster broadcaster(target.pid());
              // A thread the kernel says is gone (ESRCH) is counted as gone.
              const BroadcastResult queued = broadcaster.send(SIGUSR1);
-             w.expect(queued.threads_reached + queued.threads_gone == 3,
+             // (At least: a sanitizer may add a thread of its own.)
+             w.expect(queued.threads_reached + queued.threads_gone >= 3,
                       "send() did not account for the 3 threads");
              const BroadcastResult plain = broadcaster.send_plain(SIGUSR1);
              w.expect(plain.complete || plain.process_exited,
