@@ -7,13 +7,14 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
 
 #include "sys/error.h"
+#include "sys/file.h"
+#include "sys/syscalls.h"
 
 namespace doorbell {
 namespace {
@@ -32,17 +33,17 @@ bool valid_name(const std::string& name) {
 int write_all(int fd, const char* text) noexcept {
   const size_t length = std::strlen(text);
   for (;;) {
-    const ssize_t n = ::pwrite(fd, text, length, 0);
+    const ssize_t n = sys::pwrite(fd, text, length, 0);
     if (n >= 0) return 0;
     if (errno != EINTR) return -errno;
   }
 }
 
 int write_file(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const int fd = sys::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return -errno;
   const int result = write_all(fd, text.c_str());
-  ::close(fd);
+  sys::close(fd);
   return result;
 }
 
@@ -50,7 +51,7 @@ int write_file(const std::string& path, const std::string& text) {
 // or -errno.
 ssize_t read_small(int fd, char* buffer, size_t size) noexcept {
   for (;;) {
-    const ssize_t n = ::pread(fd, buffer, size - 1, 0);
+    const ssize_t n = sys::pread(fd, buffer, size - 1, 0);
     if (n >= 0) {
       buffer[n] = '\0';
       return n;
@@ -66,9 +67,16 @@ struct Mounts {
   std::string v1_freezer;
 };
 
+// Throws std::system_error when the file cannot be read.
+std::string read_or_throw(const std::string& path) {
+  std::string text;
+  if (const int rc = sys::read_file(path, text); rc != 0) sys::throw_errno(-rc, "read " + path);
+  return text;
+}
+
 Mounts find_mounts() {
   Mounts mounts;
-  std::ifstream in("/proc/self/mountinfo");
+  std::istringstream in(read_or_throw("/proc/self/mountinfo"));
   std::string line;
   while (std::getline(in, line)) {
     // id parent major:minor root mountpoint options [optional...] - fstype source superopts
@@ -94,7 +102,7 @@ Mounts find_mounts() {
 // The caller's cgroup path in a hierarchy: "0::/path" for v2, or the line
 // whose controller list contains "freezer" for v1.
 std::string own_cgroup(bool v2) {
-  std::ifstream in("/proc/self/cgroup");
+  std::istringstream in(read_or_throw("/proc/self/cgroup"));
   std::string line;
   while (std::getline(in, line)) {
     const auto first = line.find(':');
@@ -118,9 +126,15 @@ std::string join(const std::string& mount, const std::string& relative) {
   return mount + relative;
 }
 
-bool is_directory(const std::string& path) {
+// Empty when path is a directory, else why not ("does not exist", or the
+// error of stat(2) that kept us from knowing).
+std::string not_a_directory(const std::string& path, const char* what) {
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  if (sys::stat(path.c_str(), &st) == 0)
+    return S_ISDIR(st.st_mode) ? "" : std::string(what) + " " + path + " is not a directory";
+  if (errno == ENOENT || errno == ENOTDIR)
+    return std::string(what) + " " + path + " does not exist";
+  return "cannot stat " + std::string(what) + " " + path + ": " + std::strerror(errno);
 }
 
 }  // namespace
@@ -137,13 +151,13 @@ FreezerAvailability probe_freezers(const FreezerOptions& options) {
     if (parent.empty() && !mounts.v2.empty()) parent = join(mounts.v2, own_cgroup(true));
     if (parent.empty()) {
       result.v2_why_not = "no cgroup2 file system is mounted";
-    } else if (!is_directory(parent)) {
-      result.v2_why_not = "cgroup v2 directory " + parent + " does not exist";
-    } else if (::access((parent + "/cgroup.procs").c_str(), W_OK) != 0) {
+    } else if (std::string why = not_a_directory(parent, "cgroup v2 directory"); !why.empty()) {
+      result.v2_why_not = why;
+    } else if (sys::access((parent + "/cgroup.procs").c_str(), W_OK) != 0) {
       result.v2_why_not = "cannot write " + parent + "/cgroup.procs: " + std::strerror(errno);
     } else if (parent == mounts.v2 || options.v2_parent.size() > 0 ||
-               ::access((parent + "/cgroup.freeze").c_str(), F_OK) == 0 ||
-               ::access((parent + "/cgroup.events").c_str(), F_OK) == 0) {
+               sys::access((parent + "/cgroup.freeze").c_str(), F_OK) == 0 ||
+               sys::access((parent + "/cgroup.events").c_str(), F_OK) == 0) {
       // The root cgroup has no cgroup.freeze of its own, but its children do
       // (Linux 5.2 and later); create() checks the child.
       result.v2_parent = parent;
@@ -159,9 +173,9 @@ FreezerAvailability probe_freezers(const FreezerOptions& options) {
       parent = join(mounts.v1_freezer, own_cgroup(false));
     if (parent.empty()) {
       result.v1_why_not = "the v1 freezer controller is not mounted";
-    } else if (!is_directory(parent)) {
-      result.v1_why_not = "v1 freezer directory " + parent + " does not exist";
-    } else if (::access((parent + "/cgroup.procs").c_str(), W_OK) != 0) {
+    } else if (std::string why = not_a_directory(parent, "v1 freezer directory"); !why.empty()) {
+      result.v1_why_not = why;
+    } else if (sys::access((parent + "/cgroup.procs").c_str(), W_OK) != 0) {
       result.v1_why_not = "cannot write " + parent + "/cgroup.procs: " + std::strerror(errno);
     } else {
       result.v1_parent = parent;
@@ -180,12 +194,14 @@ CgroupFreezer CgroupFreezer::create(const std::string& name, const FreezerOption
   std::string v2_failure = where.v2_why_not;
   if (!where.v2_parent.empty()) {
     const std::string path = where.v2_parent + "/" + name;
-    if (::mkdir(path.c_str(), 0755) != 0) {
+    if (sys::mkdir(path.c_str(), 0755) != 0) {
       if (errno == EEXIST) sys::throw_errno("mkdir " + path);
       v2_failure = "mkdir " + path + ": " + std::strerror(errno);
     } else {
-      const int control = ::open((path + "/cgroup.freeze").c_str(), O_RDWR | O_CLOEXEC);
-      const int events = ::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+      const int control = sys::open((path + "/cgroup.freeze").c_str(), O_RDWR | O_CLOEXEC);
+      int error = control < 0 ? errno : 0;
+      const int events = sys::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+      if (events < 0 && error == 0) error = errno;
       if (control >= 0 && events >= 0) {
         cgroup.version_ = FreezerVersion::v2;
         cgroup.path_ = path;
@@ -194,19 +210,23 @@ CgroupFreezer CgroupFreezer::create(const std::string& name, const FreezerOption
         cgroup.events_fd_ = events;
         return cgroup;
       }
+      if (control >= 0) sys::close(control);
+      if (events >= 0) sys::close(events);
+      sys::rmdir(path.c_str());
+      // Missing files mean a kernel without the v2 freezer: fall back. Any
+      // other failure (EMFILE, ENOMEM) is the error, not "no freezer".
+      if (error != ENOENT)
+        sys::throw_errno(error, "open " + path + "/cgroup.freeze or cgroup.events");
       v2_failure = "no cgroup.freeze in " + path + " (kernel before 5.2?)";
-      if (control >= 0) ::close(control);
-      if (events >= 0) ::close(events);
-      ::rmdir(path.c_str());
     }
   }
   if (!where.v1_parent.empty()) {
     const std::string path = where.v1_parent + "/" + name;
-    if (::mkdir(path.c_str(), 0755) != 0) sys::throw_errno("mkdir " + path);
-    const int control = ::open((path + "/freezer.state").c_str(), O_RDWR | O_CLOEXEC);
+    if (sys::mkdir(path.c_str(), 0755) != 0) sys::throw_errno("mkdir " + path);
+    const int control = sys::open((path + "/freezer.state").c_str(), O_RDWR | O_CLOEXEC);
     if (control < 0) {
       const int error = errno;
-      ::rmdir(path.c_str());
+      sys::rmdir(path.c_str());
       sys::throw_errno(error, "open " + path + "/freezer.state");
     }
     cgroup.version_ = FreezerVersion::v1;
@@ -299,13 +319,13 @@ int CgroupFreezer::kill_all() noexcept {
     }
   }
   if (const int result = freeze(); result < 0) return result;
-  for (int attempt = 0; attempt < 1000 && !is_frozen(); ++attempt) ::usleep(1000);
+  for (int attempt = 0; attempt < 1000 && !is_frozen(); ++attempt) sys::usleep(1000);
   // Frozen (or as good as it gets after ~1 s): nothing inside can fork or
   // exit, so every PID listed is a live task of this cgroup.
   int result = 0;
   try {
     for (pid_t pid : processes())
-      if (::kill(pid, SIGKILL) != 0 && errno != ESRCH) result = -errno;
+      if (sys::kill(pid, SIGKILL) != 0 && errno != ESRCH) result = -errno;
   } catch (const std::system_error& e) {
     result = -e.code().value();
   } catch (...) {
@@ -318,8 +338,7 @@ int CgroupFreezer::kill_all() noexcept {
 std::vector<pid_t> CgroupFreezer::processes() const {
   std::vector<pid_t> pids;
   if (path_.empty()) return pids;
-  std::ifstream in(path_ + "/cgroup.procs");
-  if (!in) sys::throw_errno("open " + path_ + "/cgroup.procs");
+  std::istringstream in(read_or_throw(path_ + "/cgroup.procs"));
   pid_t pid;
   while (in >> pid) pids.push_back(pid);
   return pids;
@@ -330,6 +349,7 @@ void CgroupFreezer::remove() {
   thaw();
   // Anything still inside goes back to the parent, thawed: rmdir fails on a
   // populated cgroup, and we never leave a process frozen.
+  int error = 0;
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::vector<pid_t> inside;
     try {
@@ -337,18 +357,27 @@ void CgroupFreezer::remove() {
     } catch (const std::system_error&) {
     }
     for (pid_t pid : inside) write_file(parent_ + "/cgroup.procs", std::to_string(pid));
-    if (::rmdir(path_.c_str()) == 0 || errno == ENOENT) break;
-    if (errno != EBUSY || attempt == 99) {
-      const int error = errno;
-      const std::string path = path_;
-      sys::throw_errno(error, "rmdir " + path);
+    if (sys::rmdir(path_.c_str()) == 0 || errno == ENOENT) {
+      error = 0;
+      break;
     }
-    ::usleep(1000);  // exiting tasks leave the cgroup asynchronously
+    error = errno;
+    // EBUSY: exiting tasks leave the cgroup asynchronously; ENOMEM: the
+    // kernel may find the memory on a later attempt.
+    if (error != EBUSY && error != ENOMEM) break;
+    sys::usleep(1000);
   }
-  if (control_fd_ >= 0) ::close(control_fd_);
-  if (events_fd_ >= 0) ::close(events_fd_);
+  // Done with it either way: the descriptors are closed and the object
+  // forgets the cgroup, so that neither the destructor nor an owner that
+  // calls remove() again repeats the ~100 ms of attempts. A directory that
+  // could not be removed is named in the exception and left to the caller
+  // (the partition scheduler's guardian tries again when it ends).
+  if (control_fd_ >= 0) sys::close(control_fd_);
+  if (events_fd_ >= 0) sys::close(events_fd_);
   control_fd_ = events_fd_ = -1;
+  const std::string path = std::move(path_);
   path_.clear();
+  if (error != 0) sys::throw_errno(error, "rmdir " + path);
 }
 
 FreezerKeeper::FreezerKeeper(const std::string& name, const FreezerOptions& options) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -16,6 +17,8 @@
 #include "doorbell/signal_channel.h"
 #include "sys/error.h"
 #include "sys/pidfd.h"
+#include "sys/reap.h"
+#include "sys/syscalls.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -55,7 +58,7 @@ struct SpawnSetup {
   }
   ~SpawnSetup() {
     for (int fd : copies)
-      if (fd >= 0) ::close(fd);
+      if (fd >= 0) sys::close(fd);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
   }
@@ -105,7 +108,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
   static constexpr const char* kNames[3] = {"stdin_fd", "stdout_fd", "stderr_fd"};
   for (int target = 0; target < 3; ++target) {
     if (sources[target] < 0) continue;
-    const int copy = ::fcntl(sources[target], F_DUPFD_CLOEXEC, 3);
+    const int copy = sys::dup_cloexec(sources[target], 3);
     if (copy < 0) {
       sys::throw_errno("ChildProcess::spawn: " + std::string(kNames[target]) + " " +
                        std::to_string(sources[target]));
@@ -125,9 +128,8 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
   char* const* envp = options.environment ? env.data() : environ;
 
   pid_t pid = -1;
-  const int rc = options.search_path
-                     ? ::posix_spawnp(&pid, args[0], &setup.actions, &setup.attr, args.data(), envp)
-                     : ::posix_spawn(&pid, args[0], &setup.actions, &setup.attr, args.data(), envp);
+  const int rc = sys::posix_spawn(&pid, args[0], &setup.actions, &setup.attr, args.data(), envp,
+                                  options.search_path);
   if (rc != 0) sys::throw_errno(rc, "ChildProcess::spawn " + argv[0]);
 
   // The child cannot be reaped by anyone but us yet, so its PID is still
@@ -137,10 +139,8 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
     pidfd = sys::pidfd_open(pid).release();
   } catch (const std::system_error& e) {
     if (e.code().value() != ENOSYS) {
-      ::kill(pid, SIGKILL);
-      int ignored;
-      while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
-      }
+      sys::kill(pid, SIGKILL);
+      sys::reap(-1, pid);
       throw;
     }
   }
@@ -173,17 +173,26 @@ ChildProcess::~ChildProcess() {
 
 void ChildProcess::release() noexcept {
   if (pid_ > 0 && !status_) {
-    if (pidfd_ >= 0)
-      sys::pidfd_send_signal(pidfd_, SIGKILL);
-    else
-      ::kill(pid_, SIGKILL);
-    try {
-      wait();
-    } catch (...) {
-      // The child was reaped by someone else (waitpid(-1)): nothing left.
+    int rc = pidfd_ >= 0 ? sys::pidfd_send_signal(pidfd_, SIGKILL)
+                         : (sys::kill(pid_, SIGKILL) == 0 ? 0 : -errno);
+    // The PID is still ours (unreaped): when the pidfd refuses, even with
+    // ESRCH (which it may say of a zombie), the PID is asked too; killing a
+    // zombie is a no-op. A kill that fails both ways (a set-user-ID child
+    // we may not signal) must not turn into a wait for the child to end by
+    // itself.
+    if (rc != 0 && pidfd_ >= 0) rc = sys::kill(pid_, SIGKILL) == 0 ? 0 : -errno;
+    if (rc != 0 && rc != -ESRCH) {
+      const std::string warning = "doorbell: warning: ChildProcess: cannot kill child " +
+                                  std::to_string(pid_) + " (" + std::strerror(-rc) +
+                                  "); left running, unreaped\n";
+      sys::write_stderr(warning.c_str());
+    } else {
+      // A failed waitid() is not "reaped by someone else" (only ECHILD is):
+      // sys::reap() falls back to waitpid() on our PID.
+      sys::reap(pidfd_, pid_);
     }
   }
-  if (pidfd_ >= 0) ::close(pidfd_);
+  if (pidfd_ >= 0) sys::close(pidfd_);
   pidfd_ = -1;
   pid_ = -1;
 }
@@ -193,8 +202,8 @@ bool ChildProcess::send_signal(int signo) {
     throw std::invalid_argument("ChildProcess::send_signal: bad signal " + std::to_string(signo));
   }
   if (pid_ <= 0 || status_) return false;
-  const int rc =
-      pidfd_ >= 0 ? sys::pidfd_send_signal(pidfd_, signo) : (::kill(pid_, signo) == 0 ? 0 : -errno);
+  const int rc = pidfd_ >= 0 ? sys::pidfd_send_signal(pidfd_, signo)
+                             : (sys::kill(pid_, signo) == 0 ? 0 : -errno);
   if (rc == 0) return true;
   if (rc == -ESRCH) return false;
   sys::throw_errno(-rc, "ChildProcess::send_signal " + signal_name(signo));
@@ -206,9 +215,9 @@ std::optional<ExitStatus> ChildProcess::try_wait() {
   siginfo_t info{};
   int rc;
   do {
-    rc = pidfd_ >= 0 ? ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info,
-                                WEXITED | WNOHANG)
-                     : ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG);
+    rc = pidfd_ >= 0 ? sys::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info,
+                                   WEXITED | WNOHANG)
+                     : sys::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG);
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) sys::throw_errno("ChildProcess::try_wait: waitid");
   if (info.si_pid == 0) return std::nullopt;  // still running
@@ -222,9 +231,9 @@ ExitStatus ChildProcess::wait() {
   siginfo_t info{};
   int rc;
   do {
-    rc = pidfd_ >= 0
-             ? ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info, WEXITED)
-             : ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED);
+    rc = pidfd_ >= 0 ? sys::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info,
+                                   WEXITED)
+                     : sys::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED);
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) sys::throw_errno("ChildProcess::wait: waitid");
   status_ = from_siginfo(info);
@@ -241,11 +250,11 @@ std::optional<ExitStatus> ChildProcess::wait_for(std::chrono::nanoseconds timeou
     if (wait_ms == 0) return try_wait();
     if (pidfd_ >= 0) {
       pollfd p{pidfd_, POLLIN, 0};
-      if (::poll(&p, 1, wait_ms) < 0 && errno != EINTR) {
+      if (sys::poll(&p, 1, wait_ms) < 0 && errno != EINTR) {
         sys::throw_errno("ChildProcess::wait_for: poll");
       }
     } else {
-      ::usleep(1000);  // no pidfd: poll the status every millisecond
+      sys::usleep(1000);  // no pidfd: poll the status every millisecond
     }
     if (auto status = try_wait()) return status;
   }

@@ -10,6 +10,8 @@
 #include "deadline.h"
 #include "doorbell/timer.h"
 #include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace doorbell {
 
@@ -35,14 +37,14 @@ constexpr int kMaxEvents = 64;
 }  // namespace
 
 EventLoop::EventLoop() {
-  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  epoll_fd_ = sys::epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) sys::throw_errno("EventLoop: epoll_create1");
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kNotifierSerial;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0) {
+  if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0) {
     const int error = errno;
-    ::close(epoll_fd_);
+    sys::close(epoll_fd_);
     sys::throw_errno(error, "EventLoop: epoll_ctl(ADD, notifier)");
   }
 }
@@ -50,7 +52,7 @@ EventLoop::EventLoop() {
 EventLoop::~EventLoop() {
   // Timers own their fds; remove them from epoll by closing the epoll fd
   // first, then let the entries close their timerfds.
-  ::close(epoll_fd_);
+  sys::close(epoll_fd_);
 }
 
 uint32_t EventLoop::to_epoll(uint32_t events) const {
@@ -63,21 +65,55 @@ uint32_t EventLoop::to_epoll(uint32_t events) const {
   return out;
 }
 
-void EventLoop::check_stale(int fd, const char* what) {
-  // The number is in our table. If epoll no longer knows (fd, file), the fd
-  // was closed under us and the number perhaps reused.
+// Why a fresh epoll instance. The kernel keys a registration by (fd number,
+// open file) and drops it only when the file's LAST descriptor closes. An fd
+// closed under the loop while a duplicate of it stays open (a dup(), a copy
+// in a child) leaves a registration that no epoll_ctl can reach any more
+// (EPOLL_CTL_DEL needs the number to name that file) and that keeps
+// reporting, under a serial the loop has dropped, whatever the file has
+// ready: every round would return at once. A fresh instance holds only what
+// the loop knows. A registration is carried over when the old instance still
+// has it under its number (EPOLL_CTL_MOD with its own events succeeds: the
+// number names the registered file); one whose fd was closed, or whose
+// number now names another file, is not, and stays in the tables to be
+// reported at its next remove(), modify() or add(), as before.
+void EventLoop::rebuild_epoll() {
+  sys::UniqueFd fresh(sys::epoll_create1(EPOLL_CLOEXEC));
+  if (!fresh) sys::throw_errno("EventLoop: epoll_create1 (rebuilding after an fd closed under it)");
   epoll_event ev{};
-  ev.events = 0;
-  ev.data.u64 = by_fd_.at(fd)->serial;
-  (void)what;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) == 0) return;
-  const int error = errno;
-  if (error == ENOENT || error == EBADF) {
-    by_serial_.erase(by_fd_.at(fd)->serial);
-    by_fd_.erase(fd);
-    throw_closed_under_loop(fd, what);
+  ev.events = EPOLLIN;
+  ev.data.u64 = kNotifierSerial;
+  if (sys::epoll_ctl(fresh.get(), EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0)
+    sys::throw_errno("EventLoop: epoll_ctl(ADD, notifier) (rebuilding)");
+  for (const auto& [fd, registration] : by_fd_) {
+    ev.events = registration->events;
+    ev.data.u64 = registration->serial;
+    if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
+      if (errno == ENOENT || errno == EBADF) continue;  // closed under the loop
+      sys::throw_errno("EventLoop: epoll_ctl(MOD) (rebuilding)");
+    }
+    if (sys::epoll_ctl(fresh.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+      sys::throw_errno("EventLoop: epoll_ctl(ADD) (rebuilding)");
   }
-  sys::throw_errno(error, "EventLoop: epoll_ctl(MOD)");
+  sys::close(epoll_fd_);
+  epoll_fd_ = fresh.release();
+  rebuild_pending_ = false;
+}
+
+void EventLoop::forget_closed(int fd) noexcept {
+  if (auto it = by_fd_.find(fd); it != by_fd_.end()) {
+    by_serial_.erase(it->second->serial);
+    by_fd_.erase(it);
+  }
+  // Its file may live on in a duplicate, registered for ever in this epoll
+  // instance: change instances. A failure (EMFILE, ENOMEM) leaves the
+  // rebuild pending: the next run_once() tries again first, and throws if
+  // it fails again, rather than spin on the stale registration.
+  rebuild_pending_ = true;
+  try {
+    rebuild_epoll();
+  } catch (const std::exception&) {
+  }
 }
 
 void EventLoop::add(int fd, uint32_t events, Callback callback) {
@@ -87,21 +123,36 @@ void EventLoop::add(int fd, uint32_t events, Callback callback) {
   ev.events = to_epoll(events);
   if (auto it = by_fd_.find(fd); it != by_fd_.end()) {
     // Either a real double add, or the old fd was closed under the loop and
-    // this is a new file with the same number. epoll tells which.
+    // this number names another file now. epoll tells which without
+    // touching the registration: adding the same (number, file) again fails
+    // with EEXIST. (A probe with EPOLL_CTL_MOD would have to change the
+    // registration's events.)
     epoll_event probe{};
+    probe.events = ev.events;
     probe.data.u64 = it->second->serial;
-    probe.events = 0;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &probe) == 0)
-      throw std::invalid_argument("EventLoop::add: fd " + std::to_string(fd) +
-                                  " is already registered");
-    by_serial_.erase(it->second->serial);
-    by_fd_.erase(it);
+    if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &probe) != 0) {
+      const int error = errno;
+      if (error == EEXIST)
+        throw std::invalid_argument("EventLoop::add: fd " + std::to_string(fd) +
+                                    " is already registered");
+      if (error == EBADF) {
+        forget_closed(fd);
+        throw std::system_error(EBADF, std::generic_category(),
+                                "EventLoop::add: fd " + std::to_string(fd) + " is not open");
+      }
+      // EPERM: the number names a file epoll cannot watch, so another file.
+      if (error != EPERM) sys::throw_errno(error, "EventLoop::add: epoll_ctl(ADD)");
+    } else {
+      // The number names another file, which the probe registered: undo.
+      sys::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    }
+    forget_closed(fd);
     throw_closed_under_loop(fd, "add");
   }
-  auto registration =
-      std::make_shared<Registration>(Registration{fd, next_serial_++, std::move(callback)});
+  auto registration = std::make_shared<Registration>(
+      Registration{fd, next_serial_++, ev.events, std::move(callback)});
   ev.data.u64 = registration->serial;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
     const int error = errno;
     if (error == EBADF)
       throw std::system_error(EBADF, std::generic_category(),
@@ -120,28 +171,35 @@ void EventLoop::modify(int fd, uint32_t events) {
   epoll_event ev{};
   ev.events = to_epoll(events);
   ev.data.u64 = it->second->serial;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
+  if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
     const int error = errno;
     if (error == ENOENT || error == EBADF) {
-      by_serial_.erase(it->second->serial);
-      by_fd_.erase(it);
+      forget_closed(fd);
       throw_closed_under_loop(fd, "modify");
     }
     sys::throw_errno(error, "EventLoop::modify: epoll_ctl(MOD)");
   }
+  it->second->events = ev.events;
 }
 
 bool EventLoop::remove(int fd) {
   auto it = by_fd_.find(fd);
   if (it == by_fd_.end()) return false;
-  // Drop our record first: whatever epoll says, the registration is gone,
-  // and a callback still running keeps its own reference.
-  by_serial_.erase(it->second->serial);
+  // Drop our record first: the registration is gone (a callback still
+  // running keeps its own reference), unless epoll refuses for a reason
+  // other than a closed fd (then the kernel still has it, and so do we).
+  std::shared_ptr<Registration> registration = std::move(it->second);
+  by_serial_.erase(registration->serial);
   by_fd_.erase(it);
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
+  if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
     const int error = errno;
     // EBADF: closed. ENOENT: closed and the number reused by another file.
-    if (error == EBADF || error == ENOENT) throw_closed_under_loop(fd, "remove");
+    if (error == EBADF || error == ENOENT) {
+      forget_closed(fd);
+      throw_closed_under_loop(fd, "remove");
+    }
+    by_serial_.emplace(registration->serial, registration);
+    by_fd_.emplace(fd, std::move(registration));
     sys::throw_errno(error, "EventLoop::remove: epoll_ctl(DEL)");
   }
   return true;
@@ -159,16 +217,20 @@ EventLoop::TimerId EventLoop::add_timer(std::chrono::nanoseconds first,
   entry->callback = std::move(callback);
   TimerEntry* raw = entry.get();
   const TimerId id = entry->id;
+  // Armed before it is registered: a failure of either leaves nothing behind
+  // (the entry, its timerfd and no registration go with the exception; a
+  // registration added first outlived a failed arm, its callback pointing
+  // at the freed entry). An expiration before the add() waits, readable.
+  if (entry->periodic)
+    entry->timer.arm_periodic(period, first);
+  else
+    entry->timer.arm_once(first);
   add(raw->timer.fd(), kReadable, [this, raw, id](uint32_t) {
     const uint64_t n = raw->timer.read();
     if (n == 0) return;                    // raced with a re-arm; nothing expired
     if (!raw->periodic) cancel_timer(id);  // retired, stays alive until the round ends
     raw->callback(n);
   });
-  if (entry->periodic)
-    entry->timer.arm_periodic(period, first);
-  else
-    entry->timer.arm_once(first);
   timers_.emplace(id, std::move(entry));
   return id;
 }
@@ -221,13 +283,15 @@ std::size_t EventLoop::run_once(std::optional<std::chrono::milliseconds> timeout
   // stop() after the read either set the notifier pending first (arm()
   // refuses) or finds it armed and writes the eventfd, which ends the wait.
   // A pending notify() also means "don't sleep".
+  // A stale registration (forget_closed()) must not make this round spin.
+  if (rebuild_pending_) rebuild_epoll();
   bool armed = false;
   if (!poll_only && !stop_requested()) armed = notifier_.arm();
   int timeout_ms = armed ? detail::poll_timeout_ms(deadline) : 0;
   epoll_event events[kMaxEvents];
   int n;
   for (;;) {
-    n = ::epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+    n = sys::epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
     if (n > 0) break;
     if (n < 0 && errno != EINTR) sys::fatal("EventLoop: epoll_wait", errno);
     // Nothing yet: EINTR, the deadline, or a wait capped at INT_MAX ms
@@ -240,9 +304,19 @@ std::size_t EventLoop::run_once(std::optional<std::chrono::milliseconds> timeout
   }
 
   bool notifier_readable = false;
-  for (int i = 0; i < n; ++i)
-    if (events[i].data.u64 == kNotifierSerial) notifier_readable = true;
+  bool stale = false;
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.u64 == kNotifierSerial)
+      notifier_readable = true;
+    else if (by_serial_.count(events[i].data.u64) == 0)
+      stale = true;  // nothing ran yet this round: not removed by a callback
+  }
   notifier_.consume(notifier_readable);
+  // A serial the loop does not know before any callback ran: a registration
+  // whose fd was closed under the loop while its file stayed open elsewhere
+  // (see rebuild_epoll()). Its events are dropped below; a fresh instance
+  // keeps it from firing again.
+  if (stale) rebuild_epoll();
 
   running_ = true;
   std::size_t dispatched = 0;

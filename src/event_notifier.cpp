@@ -6,17 +6,19 @@
 
 #include <cerrno>
 
+#include "deadline.h"
 #include "sys/error.h"
+#include "sys/syscalls.h"
 
 namespace doorbell {
 
 EventNotifier::EventNotifier() {
-  fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  fd_ = sys::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (fd_ < 0) sys::throw_errno("EventNotifier: eventfd");
 }
 
 EventNotifier::~EventNotifier() {
-  ::close(fd_);
+  sys::close(fd_);
 }
 
 void EventNotifier::notify() noexcept {
@@ -28,7 +30,7 @@ void EventNotifier::notify() noexcept {
   const uint64_t one = 1;
   ssize_t n;
   do {
-    n = ::write(fd_, &one, sizeof one);
+    n = sys::eventfd_write(fd_, one);
   } while (n < 0 && errno == EINTR);
   // EAGAIN would need 2^64-2 unread writes: impossible with the handshake.
   if (n != static_cast<ssize_t>(sizeof one)) sys::fatal("EventNotifier: eventfd write", errno);
@@ -52,7 +54,7 @@ bool EventNotifier::consume(bool fd_readable) noexcept {
     uint64_t value;
     ssize_t n;
     do {
-      n = ::read(fd_, &value, sizeof value);
+      n = sys::eventfd_read(fd_, &value);
     } while (n < 0 && errno == EINTR);
     if (n < 0 && errno != EAGAIN) sys::fatal("EventNotifier: eventfd read", errno);
   }
@@ -60,18 +62,24 @@ bool EventNotifier::consume(bool fd_readable) noexcept {
 }
 
 bool EventNotifier::wait(int timeout_ms) noexcept {
+  // EINTR is retried with the time left until this deadline, never with the
+  // whole timeout again (a signal every 40 ms would otherwise keep a
+  // wait(100) going for ever).
+  const auto deadline = timeout_ms < 0
+                            ? detail::DeadlineClock::time_point::max()
+                            : detail::deadline_after(std::chrono::milliseconds(timeout_ms));
   for (;;) {
     if (!arm()) return consume(false);
     pollfd pfd{fd_, POLLIN, 0};
     int rc;
     do {
-      rc = ::poll(&pfd, 1, timeout_ms);
+      rc = sys::poll(&pfd, 1, detail::poll_timeout_ms(deadline));
     } while (rc < 0 && errno == EINTR);
     if (rc < 0) sys::fatal("EventNotifier: poll", errno);
     // A stale write (see the header) can make the fd readable with nothing
-    // pending; without a time limit, go back to sleep.
+    // pending: sleep again until the deadline (or without a limit).
     const bool pending = consume(rc > 0);
-    if (pending || timeout_ms >= 0) return pending;
+    if (pending || (timeout_ms >= 0 && detail::DeadlineClock::now() >= deadline)) return pending;
   }
 }
 

@@ -47,6 +47,8 @@
 #include "sys/path.h"
 #include "sys/pidfd.h"
 #include "sys/proc.h"
+#include "sys/reap.h"
+#include "sys/syscalls.h"
 
 extern char** environ;
 
@@ -153,13 +155,15 @@ class Run {
   void end_window(Partition& p, int64_t lead_ns) noexcept;
   // Records a measured stop of p's pending window.
   void stopped(Partition& p, bool verified, int64_t at_ns) noexcept;
-  // Ends p's pending suspension at at_ns (noticed, or cut short by the next
-  // resume) with the partition's CPU time cpu_now_ns, and learns its stop
-  // latency for the stop lead. Returns the window's record.
-  WindowRecord& close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns) noexcept;
+  // Ends p's pending suspension at at_ns with the partition's CPU time
+  // cpu_now_ns: measured (the stop was noticed), when it learns the stop
+  // latency for the stop lead, or cut short by the next resume (never
+  // stopped: no latency to learn). Returns the window's record.
+  WindowRecord& close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns, bool measured) noexcept;
   void settle_start_up(Partition& p);
   void start_up(Partition& p);
-  void resume(Partition& p) noexcept;
+  // 0, or -errno of the SIGCONT or thaw that failed.
+  int resume(Partition& p) noexcept;
   void kill_partition(Partition& p) noexcept;
   // Waits until deadline_ns (absolute CLOCK_MONOTONIC), handling
   // notifications meanwhile; sleeps until spin_ns before it and spins the
@@ -271,19 +275,22 @@ void Run::set_up() {
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  if (pthread_sigmask(SIG_BLOCK, &chld, &old_mask_) != 0) sys::throw_errno("pthread_sigmask");
+  // pthread_sigmask() and clock_getcpuclockid() return their error: errno
+  // says nothing about them.
+  if (const int rc = sys::pthread_sigmask(SIG_BLOCK, &chld, &old_mask_); rc != 0)
+    sys::throw_errno(rc, "pthread_sigmask");
   mask_changed_ = true;
-  signal_fd_.reset(::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC));
+  signal_fd_.reset(sys::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_) sys::throw_errno("signalfd(SIGCHLD)");
-  timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  timer_.reset(sys::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   if (!timer_) sys::throw_errno("timerfd_create");
 
   if (options_.fifo_priority > 0) {
-    old_policy_ = ::sched_getscheduler(0);
-    ::sched_getparam(0, &old_param_);
+    old_policy_ = sys::sched_getscheduler(0);
+    sys::sched_getparam(0, &old_param_);
     sched_param param{};
     param.sched_priority = options_.fifo_priority;
-    if (::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0) {
+    if (sys::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0) {
       report_.fifo = true;
     } else {
       report_.warnings.push_back(std::string("could not switch to SCHED_FIFO (") +
@@ -317,63 +324,63 @@ void Run::spawn(Partition& p) {
   for (int cpu : spec.cpus) CPU_SET(cpu, &cpus);
 
   int error_pipe[2];
-  if (::pipe2(error_pipe, O_CLOEXEC) != 0) sys::throw_errno("pipe2");
+  if (sys::pipe2(error_pipe, O_CLOEXEC) != 0) sys::throw_errno("pipe2");
   sys::UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
   // The handshake: the scheduler writes one byte once the guardian holds the
   // partition's pidfd. A socket, so that writing to a child that already
   // died is EPIPE (MSG_NOSIGNAL), not SIGPIPE.
   int handshake[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, handshake) != 0)
+  if (sys::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, handshake) != 0)
     sys::throw_errno("socketpair");
   sys::UniqueFd handshake_ours(handshake[0]), handshake_child(handshake[1]);
   const int guardian_socket = guardian_.socket_fd();
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  const pid_t pid = sys::fork();
   if (pid < 0) sys::throw_errno("fork partition " + spec.name);
   if (pid == 0) {
     // The scheduler's end of the guardian's socket: held here (until exec,
     // or for ever by an entry partition) the guardian would never see
     // end-of-file, and run()'s clean-up would wait for it for ever.
-    ::close(guardian_socket);
-    ::close(error_pipe[0]);
-    ::close(handshake[0]);
+    sys::close(guardian_socket);
+    sys::close(error_pipe[0]);
+    sys::close(handshake[0]);
     // Its own session, process group and leader of both: signals to the
     // group reach every process the partition forks; no terminal's signals
     // reach it; and the scheduler's death never makes it an orphaned
     // process group that the kernel would SIGHUP.
-    ::setsid();
+    sys::setsid();
     // Until the guardian holds our pidfd, our parent's death must take us
     // with it: nobody else knows we exist.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sys::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(126);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; ++sig)
-      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+      if (sig != SIGKILL && sig != SIGSTOP) sys::sigaction(sig, &dfl, nullptr);
     sigset_t none;
     sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (!spec.cpus.empty()) ::sched_setaffinity(0, sizeof cpus, &cpus);
-    if (spec.nice && ::setpriority(PRIO_PROCESS, 0, *spec.nice) != 0) ::_exit(125);
+    sys::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (!spec.cpus.empty()) sys::sched_setaffinity(0, sizeof cpus, &cpus);
+    if (spec.nice && sys::setpriority(PRIO_PROCESS, 0, *spec.nice) != 0) ::_exit(125);
     // Wait until the guardian holds our pidfd; then the scheduler's death is
     // the guardian's to handle (on_scheduler_exit), not PR_SET_PDEATHSIG's.
     // End-of-file: the scheduler gave up on us (or died).
     char go = 0;
     ssize_t got;
-    while ((got = ::read(handshake[1], &go, 1)) < 0 && errno == EINTR) {
+    while ((got = sys::read(handshake[1], &go, 1)) < 0 && errno == EINTR) {
     }
     if (got != 1) ::_exit(126);
-    ::close(handshake[1]);
-    ::prctl(PR_SET_PDEATHSIG, 0);
+    sys::close(handshake[1]);
+    sys::prctl(PR_SET_PDEATHSIG, 0);
     // Start suspended: the first window's resume lets us go on.
-    ::kill(::getpid(), SIGSTOP);
+    sys::kill(::getpid(), SIGSTOP);
     if (spec.entry) {
-      ::syscall(SYS_close_range, 3u, ~0u, 0u);
+      sys::close_range(3u, ~0u, 0u);
       ::_exit(spec.entry());
     }
-    ::execve(p.exec_path.c_str(), argv.data(), envp.data());
+    sys::execve(p.exec_path.c_str(), argv.data(), envp.data());
     const int error = errno;
-    while (::write(error_pipe[1], &error, sizeof error) < 0 && errno == EINTR) {
+    while (sys::write(error_pipe[1], &error, sizeof error) < 0 && errno == EINTR) {
     }
     ::_exit(127);
   }
@@ -385,9 +392,8 @@ void Run::spawn(Partition& p) {
   // behind: it is killed and reaped (it is our unreaped child, the PID is
   // its own; it has not run any code of the partition, nor forked).
   auto give_up = [&](const std::system_error& e, const char* what) {
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    sys::kill(pid, SIGKILL);
+    sys::reap(-1, pid);
     throw std::system_error(
         e.code(), "partition " + spec.name + ": " + what + " failed (the partition was killed)");
   };
@@ -406,17 +412,23 @@ void Run::spawn(Partition& p) {
   report_.pids.push_back(pid);
   // The guardian has it: release the child from PR_SET_PDEATHSIG. A child
   // that died meanwhile shows in initial_suspend().
+  // A failed send would let the child read end-of-file and exit 126, and
+  // run() would report that instead: report the send. (The guardian holds
+  // the child now; the clean-up kills it.)
   const char go = 1;
-  while (::send(handshake_ours.get(), &go, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
+  ssize_t sent;
+  do sent = sys::send(handshake_ours.get(), &go, 1, MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent < 0) sys::throw_errno("partition " + spec.name + ": handshake send");
   handshake_ours.reset();
-  if (clock_getcpuclockid(pid, &p.cpu_clock) != 0) sys::throw_errno("clock_getcpuclockid");
+  if (const int rc = sys::clock_getcpuclockid(pid, &p.cpu_clock); rc != 0)
+    sys::throw_errno(rc, "clock_getcpuclockid");
 }
 
 void Run::initial_suspend(Partition& p) {
   siginfo_t info{};
   for (;;) {
-    if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WSTOPPED | WEXITED) == 0)
+    if (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WSTOPPED | WEXITED) == 0)
       break;
     if (errno != EINTR) sys::throw_errno("waitid for partition " + p.spec->name);
   }
@@ -440,9 +452,12 @@ void Run::initial_suspend(Partition& p) {
       if (now_ns() > give_up)
         throw std::system_error(ETIMEDOUT, std::generic_category(),
                                 "cgroup " + p.cgroup->path() + " did not freeze within 2 s");
-      ::usleep(100);
+      sys::usleep(100);
     }
-    sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
+    // Without it the partition stays stopped for good: no thaw continues a
+    // stopped task.
+    if (const int rc = sys::pidfd_send_signal(p.pidfd.get(), SIGCONT); rc != 0)
+      sys::throw_errno(-rc, "partition " + p.spec->name + ": SIGCONT after freezing it");
     settle_start_up(p);
   }
 }
@@ -456,14 +471,14 @@ void Run::settle_start_up(Partition& p) {
   if (p.cgroup->version() == FreezerVersion::v2) {
     for (;;) {
       siginfo_t info{};
-      const int r = ::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
-                             WCONTINUED | WEXITED | WNOWAIT | WNOHANG);
+      const int r = sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
+                                WCONTINUED | WEXITED | WNOWAIT | WNOHANG);
       if (r != 0 && errno != EINTR) sys::throw_errno("waitid for partition " + p.spec->name);
       if (r == 0 && info.si_pid != 0) {
         if (info.si_code != CLD_CONTINUED) break;  // gone: reported by the run loop
         // Consume the CLD_CONTINUED report.
         siginfo_t consumed{};
-        ::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WCONTINUED | WNOHANG);
+        sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WCONTINUED | WNOHANG);
         break;
       }
       if (now_ns() > give_up) {
@@ -471,7 +486,7 @@ void Run::settle_start_up(Partition& p) {
                                    ": no CLD_CONTINUED within 2 s of the start-up SIGCONT");
         break;
       }
-      ::usleep(50);
+      sys::usleep(50);
     }
   }
   while (!p.cgroup->is_frozen()) {
@@ -479,7 +494,7 @@ void Run::settle_start_up(Partition& p) {
       throw std::system_error(ETIMEDOUT, std::generic_category(),
                               "cgroup " + p.cgroup->path() +
                                   " did not freeze again within 2 s of the start-up SIGCONT");
-    ::usleep(50);
+    sys::usleep(50);
   }
 }
 
@@ -494,7 +509,14 @@ void Run::start_up(Partition& p) {
   constexpr int64_t kStartUpNs = 5'000'000'000;
   if (p.spec->entry || !p.alive || !p.exec_error) return;
   const int64_t give_up = now_ns() + kStartUpNs;
-  resume(p);
+  // A resume that failed lets no exec happen: say so rather than wait for
+  // one. Frame 0's resume tries again.
+  if (const int rc = resume(p); rc != 0) {
+    report_.warnings.push_back("partition " + p.spec->name +
+                               ": could not resume it for its exec at start-up (" +
+                               std::strerror(-rc) + "); frame 0 includes the exec");
+    return;
+  }
   for (;;) {
     pollfd fd{p.exec_error.get(), POLLIN, 0};
     const int64_t left = give_up - now_ns();
@@ -504,7 +526,7 @@ void Run::start_up(Partition& p) {
       break;
     }
     const timespec wait = to_timespec(std::min<int64_t>(left, 10'000'000));
-    const int r = ::ppoll(&fd, 1, &wait, nullptr);
+    const int r = sys::ppoll(&fd, 1, &wait, nullptr);
     if (r < 0 && errno != EINTR) sys::throw_errno("ppoll (start-up of " + p.spec->name + ")");
     if (r > 0) break;  // end of file (exec done) or an exec error (the child exits)
   }
@@ -516,12 +538,12 @@ void Run::start_up(Partition& p) {
       // WNOWAIT: an exit is only peeked (on_exit() kills the partition's
       // group before it reaps it); a stop is consumed.
       siginfo_t info{};
-      if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
-                   WSTOPPED | WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      if (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
+                      WSTOPPED | WEXITED | WNOHANG | WNOWAIT) == 0 &&
           info.si_pid != 0) {
         if (info.si_code == CLD_STOPPED) {
           siginfo_t consumed{};
-          ::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WSTOPPED | WNOHANG);
+          sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed, WSTOPPED | WNOHANG);
           break;
         }
         on_exit(p, info);
@@ -533,7 +555,7 @@ void Run::start_up(Partition& p) {
                                  " did not stop within 5 s of its start-up exec");
       break;
     }
-    ::usleep(50);
+    sys::usleep(50);
   }
 }
 
@@ -546,13 +568,13 @@ void Run::start_up(Partition& p) {
 void Run::suspend(Partition& p) noexcept {
   switch (effective_method_) {
     case SuspendMethod::sigstop:
-      ::kill(-p.pid, SIGSTOP);
+      sys::kill(-p.pid, SIGSTOP);
       break;
     case SuspendMethod::sigstop_all_threads:
       // Every thread of the partition itself, then the rest of its group
       // (one process-directed SIGSTOP each; a no-op for the partition).
       stop_all_threads(p.pid);
-      ::kill(-p.pid, SIGSTOP);
+      sys::kill(-p.pid, SIGSTOP);
       break;
     case SuspendMethod::freezer:
       p.cgroup->freeze();
@@ -560,19 +582,16 @@ void Run::suspend(Partition& p) noexcept {
   }
 }
 
-void Run::resume(Partition& p) noexcept {
-  if (effective_method_ == SuspendMethod::freezer) {
-    p.cgroup->thaw();
-  } else {
-    ::kill(-p.pid, SIGCONT);
-  }
+int Run::resume(Partition& p) noexcept {
+  if (effective_method_ == SuspendMethod::freezer) return p.cgroup->thaw();
+  return sys::kill(-p.pid, SIGCONT) == 0 ? 0 : -errno;
 }
 
 // Kills whatever is left of partition p: its cgroup and its process group.
 // Call while p is not yet reaped (the group's number is its PID).
 void Run::kill_partition(Partition& p) noexcept {
   if (p.cgroup) p.cgroup->kill_all();
-  ::kill(-p.pid, SIGKILL);
+  sys::kill(-p.pid, SIGKILL);
   sys::pidfd_send_signal(p.pidfd.get(), SIGKILL);
 }
 
@@ -605,10 +624,7 @@ void Run::on_exit(Partition& p, const siginfo_t& info) {
   // left running (children in its group or cgroup) would run outside every
   // window. Kill it, then reap the partition (peeked with WNOWAIT).
   kill_partition(p);
-  siginfo_t reaped{};
-  while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &reaped, WEXITED) != 0 &&
-         errno == EINTR) {
-  }
+  sys::reap(p.pidfd.get(), p.pid);  // a failed waitid() falls back to the PID: no zombie
   p.alive = false;
   PartitionExit exit;
   exit.partition = p.index;
@@ -617,7 +633,7 @@ void Run::on_exit(Partition& p, const siginfo_t& info) {
   exit.status = info.si_status;
   exit.reason = describe_exit(info.si_code, info.si_status);
   int exec_errno = 0;
-  if (p.exec_error && ::read(p.exec_error.get(), &exec_errno, sizeof exec_errno) ==
+  if (p.exec_error && sys::read(p.exec_error.get(), &exec_errno, sizeof exec_errno) ==
                           static_cast<ssize_t>(sizeof exec_errno))
     exit.reason = std::string("exec failed: ") + std::strerror(exec_errno);
   for (long* pending : {&p.pending_stop, &p.pending_run, &p.current_record}) {
@@ -636,16 +652,16 @@ void Run::check_partitions() noexcept {
       // the rest of the partition's process group before the PID (the
       // group's number) is freed; a stop is consumed just below.
       siginfo_t info{};
-      if (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
-                   WSTOPPED | WEXITED | WNOHANG | WNOWAIT) != 0) {
+      if (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info,
+                      WSTOPPED | WEXITED | WNOHANG | WNOWAIT) != 0) {
         if (errno == EINTR) continue;
         break;
       }
       if (info.si_pid == 0) break;
       if (info.si_code == CLD_STOPPED) {
         siginfo_t consumed{};
-        while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed,
-                        WSTOPPED | WNOHANG) != 0 &&
+        while (sys::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &consumed,
+                           WSTOPPED | WNOHANG) != 0 &&
                errno == EINTR) {
         }
         if (p.pending_stop >= 0 && !p.cgroup) {
@@ -685,12 +701,17 @@ void Run::check_freezers() noexcept {
   }
 }
 
-WindowRecord& Run::close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns) noexcept {
+WindowRecord& Run::close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns,
+                              bool measured) noexcept {
   WindowRecord& record = report_.windows[p.pending_stop];
   record.stopped_ns = at_ns;
   record.stop_noticed_ns = at_ns;
   record.cpu_after_end_ns = cpu_now_ns - record.cpu_at_suspend_ns;
   p.pending_stop = -1;
+  // A suspension the next resume overtook measured nothing: its "latency"
+  // would be the gap to that window, and a few of them would pin the lead
+  // at its cap (partition.h promises the percentile of measured stops).
+  if (!measured) return record;
   // The lead learns from the time the suspension was due, so that it also
   // covers the scheduler's own lateness in issuing it.
   p.recent_stops.push_back(at_ns - (record.nominal_end_ns - record.stop_lead_ns));
@@ -699,7 +720,7 @@ WindowRecord& Run::close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns) n
 }
 
 void Run::stopped(Partition& p, bool verified, int64_t at_ns) noexcept {
-  WindowRecord& record = close_stop(p, at_ns, cpu_time_ns(p.cpu_clock));
+  WindowRecord& record = close_stop(p, at_ns, cpu_time_ns(p.cpu_clock), true);
   record.verified = verified;
   record.checked = verified;
 }
@@ -728,15 +749,15 @@ void Run::check_first_runs() noexcept {
 }
 
 bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
-  pollfd fds[3 + 256];
+  pollfd fds[3 + kMaxPartitions];  // validate() allows no more partitions
   nfds_t n = 0;
   fds[n++] = {timer_.get(), POLLIN, 0};
   fds[n++] = {signal_fd_.get(), POLLIN, 0};
   fds[n++] = {stop_fd_, POLLIN, 0};
   for (const Partition& p : partitions_)
-    if (p.pending_stop >= 0 && p.cgroup && p.cgroup->event_fd() >= 0 && n < 259)
+    if (p.pending_stop >= 0 && p.cgroup && p.cgroup->event_fd() >= 0 && n < std::size(fds))
       fds[n++] = {p.cgroup->event_fd(), POLLPRI, 0};
-  const int ready = ::ppoll(fds, n, timeout, nullptr);
+  const int ready = sys::ppoll(fds, n, timeout, nullptr);
   if (ready < 0 && errno != EINTR) sys::fatal("ppoll", errno);
   if (ready <= 0) {
     // Nothing ready (timeout or EINTR): pending stops and first runs are
@@ -745,7 +766,7 @@ bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
   }
   if (fds[1].revents & POLLIN) {
     signalfd_siginfo ignored;
-    while (::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
+    while (sys::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
     }
   }
   check_partitions();
@@ -758,7 +779,7 @@ bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
   if (stop_schedule_) return false;
   if (fds[0].revents & POLLIN) {
     uint64_t expirations;
-    while (::read(timer_.get(), &expirations, sizeof expirations) < 0 && errno == EINTR) {
+    while (sys::timerfd_read(timer_.get(), &expirations) < 0 && errno == EINTR) {
     }
     timer_fired = true;
   }
@@ -796,7 +817,7 @@ bool Run::wait_until(int64_t deadline_ns, int64_t spin_ns) {
   if (now_ns() < wake_at) {
     itimerspec spec{};
     spec.it_value = to_timespec(wake_at);
-    if (::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
+    if (sys::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
       sys::fatal("timerfd_settime", errno);
     for (;;) {
       const int64_t interval = poll_interval_ns();
@@ -892,7 +913,7 @@ RunReport Run::execute() {
           if (p.pending_stop >= 0) {
             // Its previous window's suspension never completed: it ran all
             // the way to this window. The resume cancels the stop.
-            close_stop(p, resume_at, p.cpu_baseline).never_stopped = true;
+            close_stop(p, resume_at, p.cpu_baseline, false).never_stopped = true;
           }
           report_.windows[index].resume_requested_ns = resume_at;
           resume(p);
@@ -925,7 +946,7 @@ RunReport Run::execute() {
 void Run::cleanup() noexcept {
   if (cleaned_) return;
   cleaned_ = true;
-  if (old_policy_ >= 0) ::sched_setscheduler(0, old_policy_, &old_param_);
+  if (old_policy_ >= 0) sys::sched_setscheduler(0, old_policy_, &old_param_);
   const bool kill_them = schedule_.on_scheduler_exit == OnSchedulerExit::kill;
   for (Partition& p : partitions_) {
     if (!p.alive) continue;
@@ -934,14 +955,11 @@ void Run::cleanup() noexcept {
       // user code runs in between.
       kill_partition(p);
       if (p.cgroup) p.cgroup->thaw();
-      siginfo_t info{};
-      while (::waitid(static_cast<idtype_t>(P_PIDFD), p.pidfd.get(), &info, WEXITED) != 0 &&
-             errno == EINTR) {
-      }
+      sys::reap(p.pidfd.get(), p.pid);  // a failed waitid() falls back to the PID: no zombie
       p.alive = false;
     } else {
       if (p.cgroup) p.cgroup->thaw();
-      ::kill(-p.pid, SIGCONT);
+      sys::kill(-p.pid, SIGCONT);
       sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
     }
   }
@@ -962,10 +980,15 @@ void Run::cleanup() noexcept {
   }
   if (signal_fd_) {
     signalfd_siginfo ignored;
-    while (::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
+    while (sys::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
     }
   }
-  if (mask_changed_) pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  // run() returns with the caller's mask, or not at all: restoring a mask we
+  // read cannot fail.
+  if (mask_changed_) {
+    if (const int rc = sys::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr); rc != 0)
+      sys::fatal("pthread_sigmask(restore the caller's mask)", rc);
+  }
   mask_changed_ = false;
   guardian_.finish();
 }
@@ -974,12 +997,12 @@ void Run::cleanup() noexcept {
 
 Scheduler::Scheduler(Schedule schedule) : schedule_(std::move(schedule)) {
   validate(schedule_);
-  stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  stop_fd_ = sys::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (stop_fd_ < 0) sys::throw_errno("eventfd");
 }
 
 Scheduler::~Scheduler() {
-  if (stop_fd_ >= 0) ::close(stop_fd_);
+  if (stop_fd_ >= 0) sys::close(stop_fd_);
 }
 
 RunReport Scheduler::run(const RunOptions& options) {
@@ -990,7 +1013,7 @@ RunReport Scheduler::run(const RunOptions& options) {
 void Scheduler::request_stop() noexcept {
   const uint64_t one = 1;
   // eventfd write is async-signal-safe; EAGAIN means a stop is already queued.
-  while (::write(stop_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  while (sys::eventfd_write(stop_fd_, one) < 0 && errno == EINTR) {
   }
 }
 

@@ -14,6 +14,8 @@
 
 #include "sys/error.h"
 #include "sys/pidfd.h"
+#include "sys/reap.h"
+#include "sys/syscalls.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -23,8 +25,8 @@ namespace doorbell::detail {
 namespace {
 
 enum : int { kPartition = 1, kCgroup = 2, kDirectory = 3 };
-constexpr int kMaxPartitions = 256;
-constexpr int kMaxCgroups = 260;
+constexpr int kMaxPartitions = static_cast<int>(partition::kMaxPartitions);
+constexpr int kMaxCgroups = static_cast<int>(Guardian::kMaxCgroups);
 constexpr int kMaxDirectories = 8;
 constexpr int kPathMax = 512;
 
@@ -55,7 +57,7 @@ State g_state;
 
 void sleep_ms(int ms) noexcept {
   timespec ts{0, ms * 1000000L};
-  while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  while (sys::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
 }
 
@@ -71,12 +73,12 @@ bool join(char* out, const char* dir, const char* leaf) noexcept {
 
 // False when the file cannot be opened or written.
 bool write_text(const char* path, const char* text, size_t length) noexcept {
-  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  const int fd = sys::open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0) return false;
   ssize_t n;
-  while ((n = ::write(fd, text, length)) < 0 && errno == EINTR) {
+  while ((n = sys::write(fd, text, length)) < 0 && errno == EINTR) {
   }
-  ::close(fd);
+  sys::close(fd);
   return n >= 0;
 }
 
@@ -86,13 +88,13 @@ template <typename Each>
 int for_each_listed(const char* dir, Each each) noexcept {
   char path[kPathMax];
   if (!join(path, dir, "cgroup.procs")) return 0;
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = sys::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   static char buffer[65536];
   ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof buffer - 1)) < 0 && errno == EINTR) {
+  while ((n = sys::file_read(fd, buffer, sizeof buffer - 1)) < 0 && errno == EINTR) {
   }
-  ::close(fd);
+  sys::close(fd);
   if (n <= 0) return 0;
   buffer[n] = '\0';
   int listed = 0;
@@ -127,13 +129,13 @@ int move_to_parent(const char* dir) noexcept {
 bool v1_frozen(const char* dir) noexcept {
   char path[kPathMax];
   if (!join(path, dir, "freezer.state")) return false;
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = sys::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char state[16] = {};
   ssize_t n;
-  while ((n = ::read(fd, state, sizeof state - 1)) < 0 && errno == EINTR) {
+  while ((n = sys::file_read(fd, state, sizeof state - 1)) < 0 && errno == EINTR) {
   }
-  ::close(fd);
+  sys::close(fd);
   return n >= 6 && std::memcmp(state, "FROZEN", 6) == 0;
 }
 
@@ -144,11 +146,11 @@ bool v1_frozen(const char* dir) noexcept {
 void kill_cgroup(const char* dir, bool v1) noexcept {
   char path[kPathMax];
   if (!v1 && join(path, dir, "cgroup.kill")) {
-    const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    const int fd = sys::open(path, O_WRONLY | O_CLOEXEC);
     if (fd >= 0) {
-      while (::write(fd, "1", 1) < 0 && errno == EINTR) {
+      while (sys::write(fd, "1", 1) < 0 && errno == EINTR) {
       }
-      ::close(fd);
+      sys::close(fd);
       return;
     }
   }
@@ -160,27 +162,29 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
     pid_t pid = 0;
     for (size_t i = 0; i < length && text[i] >= '0' && text[i] <= '9'; ++i)
       pid = pid * 10 + (text[i] - '0');
-    if (pid > 0) ::kill(pid, SIGKILL);
+    if (pid > 0) sys::kill(pid, SIGKILL);
   });
 }
 
 [[noreturn]] void guardian_main(int socket_fd) noexcept {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU})
-    ::signal(sig, SIG_IGN);
+    sys::sigaction(sig, &ignore, nullptr);
   sigset_t none;
   sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  sys::sigprocmask(SIG_SETMASK, &none, nullptr);
   // Keep only the socket (and stderr for the rare message).
   if (socket_fd != 3) {
-    if (::dup2(socket_fd, 3) < 0) ::_exit(3);
+    if (sys::dup2(socket_fd, 3) < 0) ::_exit(3);
     socket_fd = 3;
   }
-  ::syscall(SYS_close_range, 4u, ~0u, 0u);
-  const int devnull = ::open("/dev/null", O_RDWR);
+  sys::close_range(4u, ~0u, 0u);
+  const int devnull = sys::open("/dev/null", O_RDWR);
   if (devnull >= 0) {
-    ::dup2(devnull, STDIN_FILENO);
-    ::dup2(devnull, STDOUT_FILENO);
-    if (devnull > 3) ::close(devnull);
+    sys::dup2(devnull, STDIN_FILENO);
+    sys::dup2(devnull, STDOUT_FILENO);
+    if (devnull > 3) sys::close(devnull);
   }
 
   for (;;) {
@@ -192,7 +196,7 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
     header.msg_iovlen = 1;
     header.msg_control = control;
     header.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(socket_fd, &header, MSG_CMSG_CLOEXEC);
+    const ssize_t n = sys::recvmsg(socket_fd, &header, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // EOF: the scheduler is gone (or finished)
     if (n != static_cast<ssize_t>(sizeof message)) continue;
@@ -207,7 +211,7 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
         std::memcpy(g_state.directories[g_state.directory_count], message.path, kPathMax);
         ++g_state.directory_count;
       } else if (passed_fd >= 0) {
-        ::close(passed_fd);
+        sys::close(passed_fd);
       }
       continue;
     }
@@ -219,10 +223,10 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
         g_state.kill[g_state.partitions] = message.flag != 0;
         ++g_state.partitions;
       } else if (pidfd >= 0) {
-        ::close(pidfd);
+        sys::close(pidfd);
       }
     } else if (passed_fd >= 0) {
-      ::close(passed_fd);
+      sys::close(passed_fd);
     }
     if (message.kind == kCgroup && g_state.cgroup_count < kMaxCgroups) {
       std::memcpy(g_state.cgroups[g_state.cgroup_count], message.path, kPathMax);
@@ -253,10 +257,10 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
   //    left running is really running; SIGKILL works on stopped tasks anyway.
   for (int i = 0; i < g_state.partitions; ++i) {
     const bool exists = sys::pidfd_send_signal(g_state.pidfds[i], 0) == 0;
-    if (exists && g_state.groups[i] > 0) ::kill(-g_state.groups[i], SIGCONT);
+    if (exists && g_state.groups[i] > 0) sys::kill(-g_state.groups[i], SIGCONT);
     sys::pidfd_send_signal(g_state.pidfds[i], SIGCONT);
     if (g_state.kill[i]) {
-      if (exists && g_state.groups[i] > 0) ::kill(-g_state.groups[i], SIGKILL);
+      if (exists && g_state.groups[i] > 0) sys::kill(-g_state.groups[i], SIGKILL);
       sys::pidfd_send_signal(g_state.pidfds[i], SIGKILL);
     }
   }
@@ -267,7 +271,7 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
   for (int i = 0; i < g_state.partitions; ++i) any_left_running |= !g_state.kill[i];
   for (int i = 0; i < g_state.cgroup_count; ++i) {
     for (int attempt = 0; attempt < 2000; ++attempt) {
-      if (::rmdir(g_state.cgroups[i]) == 0 || errno == ENOENT || errno != EBUSY) break;
+      if (sys::rmdir(g_state.cgroups[i]) == 0 || errno == ENOENT || errno != EBUSY) break;
       if (any_left_running || attempt >= 200) move_to_parent(g_state.cgroups[i]);
       sleep_ms(1);
     }
@@ -277,12 +281,12 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
   //    one by one, the socket perhaps first.
   for (int i = 0; i < g_state.directory_count; ++i) {
     for (int attempt = 0; attempt < 1000; ++attempt) {
-      if (::unlinkat(g_state.directory_fds[i], g_state.directories[i], AT_REMOVEDIR) == 0 ||
+      if (sys::unlinkat(g_state.directory_fds[i], g_state.directories[i], AT_REMOVEDIR) == 0 ||
           errno != EBUSY)
         break;
       sleep_ms(1);
     }
-    ::close(g_state.directory_fds[i]);
+    sys::close(g_state.directory_fds[i]);
   }
   ::_exit(0);
 }
@@ -291,16 +295,16 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
 
 Guardian Guardian::start() {
   int fds[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
+  if (sys::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
     sys::throw_errno("socketpair for the partition guardian");
   sys::UniqueFd ours(fds[0]), theirs(fds[1]);
-  const pid_t pid = ::fork();
+  const pid_t pid = sys::fork();
   if (pid < 0) sys::throw_errno("fork the partition guardian");
   if (pid == 0) {
-    ::close(fds[0]);
+    sys::close(fds[0]);
     // Its own process group: a terminal's Ctrl-C or a test's kill(-pgrp)
     // aimed at the scheduler's group must not take the guardian with it.
-    ::setpgid(0, 0);
+    sys::setpgid(0, 0);
     guardian_main(fds[1]);
   }
   Guardian guardian;
@@ -318,7 +322,9 @@ Guardian Guardian::start() {
 Guardian::Guardian(Guardian&& other) noexcept
     : socket_(std::move(other.socket_)),
       pidfd_(std::move(other.pidfd_)),
-      pid_(std::exchange(other.pid_, -1)) {}
+      pid_(std::exchange(other.pid_, -1)),
+      partitions_(std::exchange(other.partitions_, 0)),
+      cgroups_(std::exchange(other.cgroups_, 0)) {}
 
 Guardian& Guardian::operator=(Guardian&& other) noexcept {
   if (this != &other) {
@@ -326,6 +332,8 @@ Guardian& Guardian::operator=(Guardian&& other) noexcept {
     socket_ = std::move(other.socket_);
     pidfd_ = std::move(other.pidfd_);
     pid_ = std::exchange(other.pid_, -1);
+    partitions_ = std::exchange(other.partitions_, 0);
+    cgroups_ = std::exchange(other.cgroups_, 0);
   }
   return *this;
 }
@@ -335,6 +343,10 @@ Guardian::~Guardian() {
 }
 
 void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group) {
+  if (partitions_ >= partition::kMaxPartitions)
+    throw std::system_error(ENOSPC, std::generic_category(),
+                            "the partition guardian holds " +
+                                std::to_string(partition::kMaxPartitions) + " partitions at most");
   Message message{};
   message.kind = kPartition;
   message.flag = kill_on_exit ? 1 : 0;
@@ -351,21 +363,27 @@ void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &pidfd, sizeof pidfd);
-  while (::sendmsg(socket_.get(), &header, MSG_NOSIGNAL) < 0) {
+  while (sys::sendmsg(socket_.get(), &header, MSG_NOSIGNAL) < 0) {
     if (errno != EINTR) sys::throw_errno("hand a partition to the guardian");
   }
+  ++partitions_;
 }
 
 void Guardian::watch_cgroup(const std::string& path, bool v1, bool kill_on_exit) {
   Message message{};
   message.kind = kCgroup;
   message.flag = (v1 ? kCgroupV1 : 0) | (kill_on_exit ? kCgroupKill : 0);
+  if (cgroups_ >= kMaxCgroups)
+    throw std::system_error(
+        ENOSPC, std::generic_category(),
+        "the partition guardian holds " + std::to_string(kMaxCgroups) + " cgroups at most");
   if (path.size() >= static_cast<size_t>(kPathMax))
     throw std::system_error(ENAMETOOLONG, std::generic_category(), "cgroup path " + path);
   std::memcpy(message.path, path.c_str(), path.size() + 1);
-  while (::send(socket_.get(), &message, sizeof message, MSG_NOSIGNAL) < 0) {
+  while (sys::send(socket_.get(), &message, sizeof message, MSG_NOSIGNAL) < 0) {
     if (errno != EINTR) sys::throw_errno("hand a cgroup to the guardian");
   }
+  ++cgroups_;
 }
 
 void Guardian::watch_directory(int dir_fd, const std::string& name) {
@@ -386,7 +404,7 @@ void Guardian::watch_directory(int dir_fd, const std::string& name) {
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &dir_fd, sizeof dir_fd);
-  while (::sendmsg(socket_.get(), &header, MSG_NOSIGNAL) < 0) {
+  while (sys::sendmsg(socket_.get(), &header, MSG_NOSIGNAL) < 0) {
     if (errno != EINTR) sys::throw_errno("hand a directory to the guardian");
   }
 }
@@ -394,16 +412,13 @@ void Guardian::watch_directory(int dir_fd, const std::string& name) {
 int Guardian::finish() noexcept {
   if (pid_ < 0) return 0;
   socket_.reset();
-  siginfo_t info{};
-  int result;
-  do {
-    result = pidfd_.valid() ? ::waitid(static_cast<idtype_t>(P_PIDFD), pidfd_.get(), &info, WEXITED)
-                            : ::waitid(P_PID, pid_, &info, WEXITED);
-  } while (result != 0 && errno == EINTR);
+  // A failed waitid() falls back to waitpid() on the PID (our unreaped
+  // child): never a zombie guardian. nullopt: reaped by someone else.
+  const std::optional<siginfo_t> info = sys::reap(pidfd_.get(), pid_);
   pidfd_.reset();
   pid_ = -1;
-  if (result != 0) return -1;
-  return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+  if (!info) return -1;
+  return info->si_code == CLD_EXITED ? info->si_status : 128 + info->si_status;
 }
 
 }  // namespace doorbell::detail

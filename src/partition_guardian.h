@@ -30,14 +30,20 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 
+#include "doorbell/partition.h"
 #include "sys/fd.h"
 
 namespace doorbell::detail {
 
 class Guardian {
  public:
+  // How many cgroups it holds: one per partition and the v1 keeper, and a
+  // few to spare.
+  static constexpr std::size_t kMaxCgroups = partition::kMaxPartitions + 4;
+
   Guardian() = default;
   Guardian(Guardian&& other) noexcept;
   Guardian& operator=(Guardian&& other) noexcept;
@@ -55,11 +61,13 @@ class Guardian {
   // Hands a partition's pidfd to the guardian. kill_on_exit: SIGKILL it when
   // the scheduler ends; else SIGCONT only. process_group > 0: the same for
   // that process group (the partition's own: its children). Throws
-  // std::system_error. When it returns the guardian will see the record
-  // even if the scheduler dies at once (the socket queues it).
+  // std::system_error (ENOSPC beyond partition::kMaxPartitions: the
+  // guardian would not keep it). When it returns the guardian will see the
+  // record even if the scheduler dies at once (the socket queues it).
   void watch_partition(int pidfd, bool kill_on_exit, pid_t process_group = 0);
   // Hands a cgroup directory (freezer v1 when v1) to the guardian.
-  // kill_on_exit: kill every process inside when the scheduler ends.
+  // kill_on_exit: kill every process inside when the scheduler ends. Throws
+  // std::system_error (ENOSPC beyond kMaxCgroups, ENAMETOOLONG).
   void watch_cgroup(const std::string& path, bool v1, bool kill_on_exit = false);
   // Hands a directory to remove when the scheduler ends: `name` relative to
   // the directory open as dir_fd (sent along, so a private mount reached as
@@ -74,6 +82,10 @@ class Guardian {
   sys::UniqueFd socket_;
   sys::UniqueFd pidfd_;
   pid_t pid_ = -1;
+  // Records handed over: the guardian keeps them in that order, up to its
+  // limits, so counting here says exactly what it holds.
+  std::size_t partitions_ = 0;
+  std::size_t cgroups_ = 0;
 };
 
 }  // namespace doorbell::detail

@@ -70,6 +70,10 @@ void validate(Schedule& schedule) {
     throw ScheduleError(0, "the overrun threshold must be longer than zero");
   if (schedule.max_stop_lead_ns < 0) throw ScheduleError(0, "the maximum stop lead is negative");
   if (schedule.partitions.empty()) throw ScheduleError(0, "the schedule has no partitions");
+  if (schedule.partitions.size() > kMaxPartitions)
+    throw ScheduleError(0, "the schedule has " + std::to_string(schedule.partitions.size()) +
+                               " partitions; at most " + std::to_string(kMaxPartitions) +
+                               " (the guardian that cleans up after a crash holds that many)");
   if (schedule.windows.empty()) throw ScheduleError(0, "the schedule has no windows");
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < schedule.partitions.size(); ++i) {

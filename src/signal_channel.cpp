@@ -19,6 +19,7 @@
 #include "signal_channel_hooks.h"
 #include "sys/error.h"
 #include "sys/proc.h"
+#include "sys/syscalls.h"
 
 namespace doorbell {
 
@@ -34,18 +35,24 @@ thread_local sigset_t t_mask_before_fork;
 // Around fork() every signal is blocked in the forking thread, so that the
 // child cannot run one of our handlers before the child hook has put the
 // old dispositions back (Go does the same in syscall.forkExec).
+// The channels' lock is taken too (after the signals are blocked, so no
+// handler of ours runs on this thread while it is held), and released in
+// the parent and the child.
 void before_fork() noexcept {
   sigset_t all;
   sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &t_mask_before_fork);
+  sys::pthread_sigmask(SIG_SETMASK, &all, &t_mask_before_fork);
+  signal_channel_race_point(SignalChannelRacePoint::fork_prepare, 0);
+  handler_backend_before_fork();
 }
 void after_fork_in_parent() noexcept {
-  pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
+  handler_backend_after_fork_in_parent();
+  sys::pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 void after_fork_in_child() noexcept {
   g_fork_generation.fetch_add(1, std::memory_order_relaxed);
   handler_backend_after_fork_in_child();
-  pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
+  sys::pthread_sigmask(SIG_SETMASK, &t_mask_before_fork, nullptr);
 }
 
 }  // namespace
@@ -198,7 +205,10 @@ sigset_t block_signals_before_threads(const std::vector<int>& signals) {
     sigaddset(&set, signo);
   }
   sigset_t previous;
-  pthread_sigmask(SIG_BLOCK, &set, &previous);
+  // A failure (it cannot fail for SIG_BLOCK) must not hand back an
+  // uninitialized mask for restore_signal_mask() to install.
+  if (const int rc = sys::pthread_sigmask(SIG_BLOCK, &set, &previous); rc != 0)
+    sys::throw_errno(rc, "block_signals_before_threads: pthread_sigmask");
   return previous;
 }
 
@@ -288,7 +298,7 @@ std::optional<SignalEvent> SignalChannel::receive(std::chrono::nanoseconds timeo
     // quiet poll rather than trusting that it has passed.
     const int wait_ms = detail::poll_timeout_ms(deadline);
     pollfd p{backend_->fd(), POLLIN, 0};
-    const int rc = ::poll(&p, 1, wait_ms);
+    const int rc = sys::poll(&p, 1, wait_ms);
     if (rc < 0 && errno != EINTR) sys::throw_errno("SignalChannel::receive: poll");
     if (rc == 0 && detail::DeadlineClock::now() >= deadline) return backend_->try_receive();
   }

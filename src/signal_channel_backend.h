@@ -50,8 +50,13 @@ std::string check_unblocked_in_some_thread(const std::vector<int>& signals);
 std::uint64_t fork_generation() noexcept;
 void install_fork_hooks();
 
-// Called by the fork hook in the child (one thread, all signals blocked):
-// puts back the dispositions the handler mechanism replaced.
+// Called by the fork hooks: before fork (every signal blocked in the forking
+// thread) takes the handler mechanism's lock, so that no constructor or
+// stop() is half-way through a disposition change at the fork; after it the
+// parent releases the lock, and the child (one thread, all signals blocked)
+// puts back the previous disposition wherever ours is installed.
+void handler_backend_before_fork() noexcept;
+void handler_backend_after_fork_in_parent() noexcept;
 void handler_backend_after_fork_in_child() noexcept;
 
 // Converts a kernel siginfo into an event (async-signal-safe).

@@ -61,6 +61,8 @@
 #include "signal_channel_hooks.h"
 #include "sys/error.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
+#include "sys/tgkill.h"
 
 namespace doorbell::detail {
 namespace {
@@ -143,7 +145,7 @@ class HandlerCore {
           // queue empty. Rare: one write per such race.
           const std::uint64_t one = 1;
           ssize_t n;
-          do n = ::write(notifier_.fd(), &one, sizeof one);
+          do n = sys::eventfd_write(notifier_.fd(), one);
           while (n < 0 && errno == EINTR);
           break;
         }
@@ -265,9 +267,62 @@ void resend_to_self(int signo, siginfo_t* info) noexcept {
   // restored disposition. rt_tgsigqueueinfo keeps si_code and si_value;
   // sending to oneself with any code is allowed.
   siginfo_t copy = *info;
-  if (::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), ::gettid(), signo, &copy) != 0) {
-    ::syscall(SYS_tgkill, ::getpid(), ::gettid(), signo);
+  if (sys::rt_tgsigqueueinfo(::getpid(), ::gettid(), signo, &copy) != 0) {
+    sys::tgkill(::getpid(), ::gettid(), signo);
   }
+}
+
+void on_signal(int signo, siginfo_t* info, void* context);
+
+bool is_ours(const struct sigaction& action) noexcept {
+  return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == on_signal;
+}
+
+struct sigaction our_action() noexcept {
+  struct sigaction ours {};
+  ours.sa_sigaction = on_signal;
+  ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  sigfillset(&ours.sa_mask);
+  return ours;
+}
+
+// The disposition to restore for signo: the one kept before its first
+// channel, or SIG_DFL when none was ever kept (our handler put on a signal
+// no channel watched, by code that copied it from another signal).
+const struct sigaction* previous_of(int signo) noexcept {
+  static const struct sigaction kDefault = [] {
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    return action;
+  }();
+  const struct sigaction* kept = g_slots[signo].previous.load(std::memory_order_acquire);
+  return kept != nullptr ? kept : &kDefault;
+}
+
+bool watched_by_a_channel(int signo) noexcept {
+  for (auto& slot : g_cores) {
+    const HandlerCore* core = slot.load(std::memory_order_seq_cst);
+    if (core != nullptr && (core->mask() & bit_of(signo)) != 0) return true;
+  }
+  return false;
+}
+
+// When the current disposition of signo is ours, swaps the previous one in;
+// if the swap replaced someone else's (a sigaction() slipped in after the
+// read), puts theirs back. Returns false when a sigaction() failed (it
+// cannot with a disposition we read before). Async-signal-safe. The limit
+// (signal_channel.h): between the swap and the putting back a signal meets
+// the previous disposition, and a third sigaction() landing exactly there is
+// undone.
+bool restore_previous_if_ours(int signo, bool announce = false) noexcept {
+  struct sigaction current;
+  if (sys::sigaction(signo, nullptr, &current) != 0) return false;
+  if (!is_ours(current)) return true;
+  if (announce) race_point(SignalChannelRacePoint::stop_before_restore, signo);
+  struct sigaction replaced;
+  if (sys::sigaction(signo, previous_of(signo), &replaced) != 0) return false;
+  if (!is_ours(replaced) && sys::sigaction(signo, &replaced, nullptr) != 0) return false;
+  return true;
 }
 
 void on_signal(int signo, siginfo_t* info, void* context) {
@@ -289,16 +344,30 @@ void on_signal(int signo, siginfo_t* info, void* context) {
       }
     }
     race_point(SignalChannelRacePoint::handler_recorded, signo);
-    const SignalSlot& s = g_slots[signo];
-    const struct sigaction* previous = s.previous.load(std::memory_order_acquire);
-    if (previous != nullptr) {
-      const bool has_handler = (previous->sa_flags & SA_SIGINFO) != 0 ||
-                               (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN);
-      if (has_handler && (!taken || chain)) {
-        chain_to = previous;
-      } else if (!has_handler && !taken && previous->sa_handler == SIG_DFL) {
-        resend = true;
+    if (!taken) {
+      // No channel takes it. When the disposition is still ours, nobody
+      // will ever take it: other code put our handler back after the last
+      // channel stopped (a library restoring what it had saved), or a
+      // channel's stop() is under way. Restore the previous disposition
+      // first, so that the re-send below meets it instead of us (which
+      // bounced a SIG_DFL signal back and forth for ever). A channel that
+      // a constructor published meanwhile gets our handler back: its
+      // install() read the disposition before or after our swap, and either
+      // way the check below sees its core (published before it installs).
+      // A stop() that raced us re-checks after it waited for handlers.
+      restore_previous_if_ours(signo);
+      if (watched_by_a_channel(signo)) {
+        const struct sigaction ours = our_action();
+        sys::sigaction(signo, &ours, nullptr);
       }
+    }
+    const struct sigaction* previous = previous_of(signo);
+    const bool has_handler = (previous->sa_flags & SA_SIGINFO) != 0 ||
+                             (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN);
+    if (has_handler && (!taken || chain)) {
+      chain_to = previous;
+    } else if (!has_handler && !taken && previous->sa_handler == SIG_DFL) {
+      resend = true;
     }
   }
   // Leave the count BEFORE running the previous handler: it is not ours and
@@ -319,10 +388,6 @@ void on_signal(int signo, siginfo_t* info, void* context) {
     resend_to_self(signo, info);
   }
   errno = saved_errno;
-}
-
-bool is_ours(const struct sigaction& action) {
-  return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == on_signal;
 }
 
 bool same_action(const struct sigaction& a, const struct sigaction& b) {
@@ -407,6 +472,14 @@ class HandlerBackend final : public SignalBackend {
     g_cores[index_].store(nullptr, std::memory_order_seq_cst);
     index_ = -1;
     wait_for_handlers();
+    // A handler that found no channel, restored the previous disposition
+    // and then still saw our core (unlinked only after the restore above)
+    // put our handler back. Handlers that start from now on find no core
+    // and never do: the last look is ours.
+    for (const int signo : signals_) {
+      if (g_slots[signo].watchers == 0 && !restore_previous_if_ours(signo))
+        sys::fatal("sigaction(restore)", errno);
+    }
   }
 
  private:
@@ -414,18 +487,21 @@ class HandlerBackend final : public SignalBackend {
     SignalSlot& slot = g_slots[signo];
     if (slot.watchers == 0) {
       struct sigaction previous;
-      if (::sigaction(signo, nullptr, &previous) != 0) sys::throw_errno("sigaction");
+      if (sys::sigaction(signo, nullptr, &previous) != 0) sys::throw_errno("sigaction");
+      // Our own handler is never kept as "previous": chaining to it would
+      // recurse for ever. It is there without a channel when other code put
+      // it back after the last channel stopped; the disposition before that
+      // channel (kept, or SIG_DFL when none was) is still the previous one.
+      if (is_ours(previous)) previous = *previous_of(signo);
       const struct sigaction* kept = slot.previous.load(std::memory_order_relaxed);
       if (kept == nullptr || !same_action(*kept, previous)) {
         const auto* node =
             new KeptAction{previous, reinterpret_cast<const KeptAction*>(kept)};  // see KeptAction
         slot.previous.store(&node->action, std::memory_order_release);
       }
-      struct sigaction ours {};
-      ours.sa_sigaction = on_signal;
-      ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-      sigfillset(&ours.sa_mask);
-      if (::sigaction(signo, &ours, nullptr) != 0) sys::throw_errno("sigaction");
+      const struct sigaction ours = our_action();
+      if (sys::sigaction(signo, &ours, nullptr) != 0) sys::throw_errno("sigaction");
+      race_point(SignalChannelRacePoint::install_after_sigaction, signo);
     }
     ++slot.watchers;
   }
@@ -439,22 +515,10 @@ class HandlerBackend final : public SignalBackend {
     // with other flags still wants the channel's handler, and leaving it in
     // place with no channel would bounce every SIG_DFL signal back to itself
     // (resend_to_self) forever.
-    struct sigaction current;
-    if (::sigaction(signo, nullptr, &current) != 0) sys::fatal("sigaction(query)", errno);
-    if (!is_ours(current)) return;
-    race_point(SignalChannelRacePoint::stop_before_restore, signo);
     // No compare-and-swap of a disposition exists; sigaction() is an atomic
     // swap that reports what it replaced. If that is no longer ours, another
-    // sigaction() ran since the read above: put theirs back. The limit
-    // (documented in signal_channel.h): between the two calls a signal meets
-    // the previous disposition, and a third sigaction() landing exactly
-    // there is undone.
-    const struct sigaction* previous = slot.previous.load(std::memory_order_relaxed);
-    struct sigaction replaced;
-    if (::sigaction(signo, previous, &replaced) != 0) sys::fatal("sigaction(restore)", errno);
-    if (!is_ours(replaced) && ::sigaction(signo, &replaced, nullptr) != 0) {
-      sys::fatal("sigaction(put back)", errno);
-    }
+    // sigaction() ran since the read: put theirs back (restore_previous_if_ours).
+    if (!restore_previous_if_ours(signo, true)) sys::fatal("sigaction(restore)", errno);
   }
 
   std::vector<int> signals_;
@@ -478,18 +542,30 @@ void set_signal_channel_hook(SignalChannelHook hook) noexcept {
   g_hook.store(hook, std::memory_order_relaxed);
 }
 
+void handler_backend_before_fork() noexcept {
+  // Held across fork(): no constructor or stop() is half-way through a
+  // disposition change in the child (between installing our handler and
+  // counting the watcher, or between counting down and restoring).
+  g_mutex.lock();
+}
+
+void handler_backend_after_fork_in_parent() noexcept {
+  g_mutex.unlock();
+}
+
 void handler_backend_after_fork_in_child() noexcept {
-  // One thread, every signal blocked. The parent's lock may have been held
-  // by a thread that does not exist here: start with a fresh one.
+  // One thread, every signal blocked, and the lock taken by this thread in
+  // the prepare hook: start with a fresh one.
   new (&g_mutex) std::mutex;
+  // Wherever the disposition is ours, whatever the counts say: the child has
+  // no channel (our handler there would bounce every SIG_DFL signal), and
+  // other code may have put our handler back on a signal no channel watches
+  // now. Only signals a channel ever watched can have it (else a handler
+  // that finds no channel restores SIG_DFL itself, see on_signal).
   for (int signo = 1; signo <= kMaxSignal; ++signo) {
-    SignalSlot& slot = g_slots[signo];
-    if (slot.watchers == 0) continue;
-    struct sigaction current;
-    if (::sigaction(signo, nullptr, &current) == 0 && is_ours(current)) {
-      ::sigaction(signo, slot.previous.load(std::memory_order_relaxed), nullptr);
-    }
-    slot.watchers = 0;
+    if (g_slots[signo].previous.load(std::memory_order_relaxed) != nullptr)
+      restore_previous_if_ours(signo);
+    g_slots[signo].watchers = 0;
   }
   for (auto& core : g_cores) core.store(nullptr, std::memory_order_relaxed);
   // Handlers that ran on other threads of the parent at the fork were

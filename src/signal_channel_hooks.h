@@ -20,6 +20,13 @@ enum class SignalChannelRacePoint {
   // In stop() of the last channel of a signal: the current disposition was
   // read and is ours; the previous one is not restored yet.
   stop_before_restore,
+  // In the constructor of the first channel of a signal: our handler is
+  // installed (sigaction returned), the signal's watcher count not yet
+  // raised.
+  install_after_sigaction,
+  // In the fork hook's prepare step (pthread_atfork), on the forking thread,
+  // before it takes the channels' lock. signo is 0.
+  fork_prepare,
   // In SignalChannel::receive() (either mechanism), on the consumer thread:
   // nothing was pending and a spin is about to start. signo is 0.
   receive_spin_start,

@@ -17,6 +17,7 @@
 #include "signal_channel_backend.h"
 #include "sys/error.h"
 #include "sys/fd.h"
+#include "sys/syscalls.h"
 
 namespace doorbell::detail {
 namespace {
@@ -33,7 +34,7 @@ class SignalfdBackend final : public SignalBackend {
     sigset_t set;
     sigemptyset(&set);
     for (const int signo : signals) sigaddset(&set, signo);
-    fd_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+    fd_.reset(sys::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
     if (!fd_) sys::throw_errno("SignalChannel: signalfd");
   }
 
@@ -70,7 +71,7 @@ class SignalfdBackend final : public SignalBackend {
     while (read_one(event)) stopped_.push_back(event);
     sigset_t none;
     sigemptyset(&none);
-    if (::signalfd(fd_.get(), &none, 0) < 0) sys::fatal("signalfd(empty mask)", errno);
+    if (sys::signalfd(fd_.get(), &none, 0) < 0) sys::fatal("signalfd(empty mask)", errno);
     is_stopped_ = true;
   }
 
@@ -83,7 +84,7 @@ class SignalfdBackend final : public SignalBackend {
   bool read_one(SignalEvent& event) noexcept {
     signalfd_siginfo raw;
     ssize_t n;
-    do n = ::read(fd_.get(), &raw, sizeof raw);
+    do n = sys::read(fd_.get(), &raw, sizeof raw);
     while (n < 0 && errno == EINTR);
     if (n < 0) {
       if (errno == EAGAIN) return false;

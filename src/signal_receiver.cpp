@@ -23,6 +23,7 @@
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/proc.h"
+#include "sys/syscalls.h"
 #include "sys/tgkill.h"
 
 namespace doorbell {
@@ -98,9 +99,17 @@ siginfo_t to_siginfo(const signalfd_siginfo& in) {
 
 std::string rtprio_limit_text() {
   rlimit limit{};
-  if (::getrlimit(RLIMIT_RTPRIO, &limit) != 0) return "unknown";
+  if (sys::getrlimit(RLIMIT_RTPRIO, &limit) != 0) return "unknown";
   if (limit.rlim_cur == RLIM_INFINITY) return "unlimited";
   return std::to_string(limit.rlim_cur);
+}
+
+// Sets the calling thread's mask back to one it had: pthread_sigmask() can
+// fail only for a bad `how` (EINVAL), so a failure cannot happen and ends
+// the process (sys::fatal).
+void restore_mask_or_die(const sigset_t& previous) noexcept {
+  if (const int rc = sys::pthread_sigmask(SIG_SETMASK, &previous, nullptr); rc != 0)
+    sys::fatal("pthread_sigmask(restore)", rc);
 }
 
 }  // namespace
@@ -108,13 +117,13 @@ std::string rtprio_limit_text() {
 sigset_t block_signals_in_this_thread(const std::vector<int>& signals) {
   const sigset_t set = make_set(signals);
   sigset_t previous;
-  const int rc = ::pthread_sigmask(SIG_BLOCK, &set, &previous);
+  const int rc = sys::pthread_sigmask(SIG_BLOCK, &set, &previous);
   if (rc != 0) sys::throw_errno(rc, "pthread_sigmask(SIG_BLOCK)");
   return previous;
 }
 
 void restore_signal_mask(const sigset_t& previous) {
-  const int rc = ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  const int rc = sys::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (rc != 0) sys::throw_errno(rc, "pthread_sigmask(SIG_SETMASK)");
 }
 
@@ -176,7 +185,7 @@ void SignalReceiver::State::place(std::string& fatal_error) {
   if (options.fifo_priority > 0) {
     sched_param param{};
     param.sched_priority = options.fifo_priority;
-    const int rc = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
+    const int rc = sys::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &param);
     if (rc == 0) {
       placement.fifo = true;
       placement.priority = options.fifo_priority;
@@ -194,7 +203,7 @@ void SignalReceiver::State::place(std::string& fatal_error) {
     CPU_ZERO(&cpus);
     if (options.cpu < CPU_SETSIZE) CPU_SET(options.cpu, &cpus);
     const int rc = options.cpu < CPU_SETSIZE
-                       ? ::pthread_setaffinity_np(::pthread_self(), sizeof cpus, &cpus)
+                       ? sys::pthread_setaffinity_np(::pthread_self(), sizeof cpus, &cpus)
                        : EINVAL;
     if (rc == 0) {
       placement.cpu = options.cpu;
@@ -230,13 +239,13 @@ void SignalReceiver::State::run_sigwaitinfo() {
     siginfo_t info;
     int signo;
     if (seen == running) {
-      signo = ::sigwaitinfo(&set, &info);
+      signo = sys::sigwaitinfo(&set, &info);
     } else {
       // sending: stop() is between announcing itself and queueing the
       // wake-up (or retrying it, see stop()); look again every millisecond
       // in case it gets merged away. sent: one look, no wait.
       const timespec limit{0, seen == sending ? 1000000L : 0L};
-      signo = ::sigtimedwait(&set, &info, &limit);
+      signo = sys::sigtimedwait(&set, &info, &limit);
     }
     if (signo < 0) {
       if (errno == EINTR) continue;  // a handled signal outside the set interrupted the wait
@@ -259,7 +268,7 @@ void SignalReceiver::State::run_sigwaitinfo() {
 void SignalReceiver::State::run_signalfd() {
   pollfd fds[2] = {{signal_fd.get(), POLLIN, 0}, {stop_fd.get(), POLLIN, 0}};
   for (;;) {
-    const int ready = ::poll(fds, 2, -1);
+    const int ready = sys::poll(fds, 2, -1);
     if (ready < 0) {
       if (errno == EINTR) continue;
       sys::fatal("poll(signalfd)", errno);
@@ -267,7 +276,7 @@ void SignalReceiver::State::run_signalfd() {
     if (stopping.load(std::memory_order_acquire)) return;
     signalfd_siginfo batch[16];
     for (;;) {
-      const ssize_t n = ::read(signal_fd.get(), batch, sizeof batch);
+      const ssize_t n = sys::read(signal_fd.get(), batch, sizeof batch);
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN) break;  // drained
@@ -306,10 +315,10 @@ SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callbac
   s.options = options;
 
   if (options.method == Method::signalfd) {
-    const int sfd = ::signalfd(-1, &s.set, SFD_NONBLOCK | SFD_CLOEXEC);
+    const int sfd = sys::signalfd(-1, &s.set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sfd < 0) sys::throw_errno("signalfd");
     s.signal_fd.reset(sfd);
-    const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    const int efd = sys::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (efd < 0) sys::throw_errno("eventfd");
     s.stop_fd.reset(efd);
   }
@@ -321,6 +330,8 @@ SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callbac
   std::promise<std::string> placed;
   std::future<std::string> placed_result = placed.get_future();
   try {
+    if (const int error = sys::thread_create_fails())
+      throw std::system_error(error, std::generic_category(), "SignalReceiver: std::thread");
     s.thread = std::thread([&s, &placed] {
       std::string fatal_error;
       s.place(fatal_error);
@@ -333,10 +344,12 @@ SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callbac
         s.run_sigwaitinfo();
     });
   } catch (...) {
-    restore_signal_mask(previous);
+    restore_mask_or_die(previous);
     throw;
   }
-  restore_signal_mask(previous);
+  // Not restore_signal_mask(), which throws: with the thread started, an
+  // exception here would destroy a joinable std::thread (std::terminate).
+  restore_mask_or_die(previous);
   const std::string fatal_error = placed_result.get();
   if (!fatal_error.empty()) {
     s.thread.join();
@@ -359,8 +372,12 @@ void SignalReceiver::stop() {
   if (s.options.method == Method::signalfd) {
     s.stopping.store(true, std::memory_order_release);
     const uint64_t one = 1;
-    while (::write(s.stop_fd.get(), &one, sizeof one) < 0 && errno == EINTR) {
-    }
+    // The one write to a non-blocking eventfd cannot fail; if it did, the
+    // thread would never wake and the join below would hang for ever.
+    ssize_t n;
+    do n = sys::eventfd_write(s.stop_fd.get(), one);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) sys::fatal("SignalReceiver::stop: eventfd write", errno);
   } else {
     // Wake sigwaitinfo with a thread-directed instance of a signal of the set,
     // marked with this State's address, which the loop recognises and
@@ -375,6 +392,10 @@ void SignalReceiver::stop() {
     info.si_uid = ::getuid();
     info.si_value.sival_ptr = static_cast<void*>(&s);
     race_point(detail::SignalReceiverRacePoint::stop_before_wake);
+    // The receiver thread is ours and alive until `sent` (run_sigwaitinfo):
+    // neither ESRCH nor EPERM can come back for it (fault injection: the
+    // abort below is the documented "cannot happen").
+    const sys::fault::ImpossibleHere impossible(ESRCH, EPERM);
     for (;;) {
       const int rc = sys::rt_tgsigqueueinfo(::getpid(), s.placement.tid, s.wake_signal, &info);
       if (rc == 0) break;
@@ -385,7 +406,7 @@ void SignalReceiver::stop() {
       // cannot happen: the thread does not exit before `sent`.
       if (rc != -EAGAIN) sys::fatal("rt_tgsigqueueinfo(stop receiver)", -rc);
       const timespec pause{0, 1000000L};
-      ::nanosleep(&pause, nullptr);
+      sys::nanosleep(&pause, nullptr);
     }
     s.stage.store(State::sent, std::memory_order_release);
   }

@@ -12,6 +12,7 @@
 #include "sys/error.h"
 #include "sys/pidfd.h"
 #include "sys/proc.h"
+#include "sys/syscalls.h"
 #include "sys/tgkill.h"
 
 namespace doorbell {
@@ -78,12 +79,15 @@ int open_pidfd_or_none(pid_t pid) {
   }
 }
 
-bool process_alive(int pidfd) noexcept {
+bool process_alive(int pidfd) {
   // Signal 0 through the pidfd: ESRCH once the process has exited, even if
   // its PID now names another process. EPERM: alive, but we may not signal
-  // its main thread (its other threads may still be ours to signal).
+  // its main thread (its other threads may still be ours to signal). Any
+  // other failure says nothing about the process: it is the error.
   const int rc = sys::pidfd_send_signal(pidfd, 0);
-  return rc == 0 || rc == -EPERM;
+  if (rc == 0 || rc == -EPERM) return true;
+  if (rc == -ESRCH) return false;
+  sys::throw_errno(-rc, "ThreadBroadcaster: pidfd_send_signal(0)");
 }
 
 // Sends to every listed thread not yet in `sent` (kept sorted), re-listing
@@ -105,10 +109,13 @@ void send_to_all(pid_t pid, int pidfd, int max_listings, std::vector<pid_t>& sen
     std::vector<pid_t> tids;
     try {
       tids = sys::list_threads(pid);
-    } catch (const std::system_error&) {
+    } catch (const std::system_error& e) {
       // The first listing failing means the process is not there (or not
-      // readable): the caller's error. A later one means it exited meanwhile.
-      if (listing == 0) throw;
+      // readable): the caller's error. A later one that finds no directory
+      // (ENOENT, ESRCH) means it exited meanwhile; any other failure (EMFILE,
+      // ENOMEM) is an error, not news about the process.
+      const int error = e.code().value();
+      if (listing == 0 || (error != ENOENT && error != ESRCH)) throw;
       result.process_exited = true;
       return;
     }
@@ -156,7 +163,7 @@ ThreadBroadcaster::ThreadBroadcaster(pid_t pid, Options options) : pid_(pid), op
 }
 
 ThreadBroadcaster::~ThreadBroadcaster() {
-  if (pidfd_ >= 0) ::close(pidfd_);
+  if (pidfd_ >= 0) sys::close(pidfd_);
 }
 
 BroadcastResult ThreadBroadcaster::send(int signo) {
@@ -214,26 +221,19 @@ BroadcastResult ThreadBroadcaster::broadcast(int signo, bool with_info, uint64_t
 
 BroadcastResult stop_every_thread(pid_t pid) {
   check_pid(pid);
-  const int pidfd = open_pidfd_or_none(pid);
+  // Owned whatever throws (the last liveness probe too).
+  const sys::UniqueFd pidfd(open_pidfd_or_none(pid));
   BroadcastResult result;
   std::vector<pid_t> sent;
-  try {
-    send_to_all(pid, pidfd, ThreadBroadcaster::Options{}.max_listings, sent, result,
-                [&](pid_t tid) { return sys::tgkill(pid, tid, SIGSTOP); });
-  } catch (...) {
-    if (pidfd >= 0) ::close(pidfd);
-    throw;
-  }
-  if (pidfd >= 0) {
-    if (!process_alive(pidfd)) result.process_exited = true;
-    ::close(pidfd);
-  }
+  send_to_all(pid, pidfd.get(), ThreadBroadcaster::Options{}.max_listings, sent, result,
+              [&](pid_t tid) { return sys::tgkill(pid, tid, SIGSTOP); });
+  if (pidfd && !process_alive(pidfd.get())) result.process_exited = true;
   return result;
 }
 
 void continue_process(pid_t pid) {
   check_pid(pid);
-  if (::kill(pid, SIGCONT) != 0) sys::throw_errno("kill(" + std::to_string(pid) + ", SIGCONT)");
+  if (sys::kill(pid, SIGCONT) != 0) sys::throw_errno("kill(" + std::to_string(pid) + ", SIGCONT)");
 }
 
 bool all_threads_stopped(pid_t pid) {

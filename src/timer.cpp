@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "sys/error.h"
+#include "sys/syscalls.h"
 
 namespace doorbell {
 namespace {
@@ -21,18 +22,18 @@ void settime(int fd, timespec first, timespec period) {
   itimerspec spec{};
   spec.it_value = first;
   spec.it_interval = period;
-  if (::timerfd_settime(fd, 0, &spec, nullptr) != 0) sys::throw_errno("Timer: timerfd_settime");
+  if (sys::timerfd_settime(fd, 0, &spec, nullptr) != 0) sys::throw_errno("Timer: timerfd_settime");
 }
 
 }  // namespace
 
 Timer::Timer() {
-  fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  fd_ = sys::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (fd_ < 0) sys::throw_errno("Timer: timerfd_create");
 }
 
 Timer::~Timer() {
-  ::close(fd_);
+  sys::close(fd_);
 }
 
 void Timer::arm_once(std::chrono::nanoseconds delay) {
@@ -56,7 +57,7 @@ uint64_t Timer::read() noexcept {
   uint64_t n = 0;
   ssize_t rc;
   do {
-    rc = ::read(fd_, &n, sizeof n);
+    rc = sys::timerfd_read(fd_, &n);
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) {
     // EAGAIN: nothing expired. ECANCELED only with TFD_TIMER_CANCEL_ON_SET,
@@ -74,7 +75,7 @@ uint64_t Timer::wait() noexcept {
     pollfd pfd{fd_, POLLIN, 0};
     int rc;
     do {
-      rc = ::poll(&pfd, 1, -1);
+      rc = sys::poll(&pfd, 1, -1);
     } while (rc < 0 && errno == EINTR);
     if (rc < 0) sys::fatal("Timer: poll", errno);
     if (const uint64_t n = read(); n > 0) return n;

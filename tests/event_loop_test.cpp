@@ -291,4 +291,85 @@ TEST(EventLoop, WakeupFromAnotherThreadEndsARound) {
   t.join();
 }
 
+// Issue 25, item 4: add() of an fd already registered is refused, and the
+// refusal must leave the first registration as it was. (The probe that
+// told "already registered" from "closed under the loop" was EPOLL_CTL_MOD
+// with no events: it disarmed the registration, and data waiting in the
+// pipe was never dispatched.)
+TEST(EventLoop, RefusedSecondAdd_KeepsTheFirstRegistration) {
+  EventLoop loop;
+  Pipe p;
+  int calls = 0;
+  loop.add(p.r, EventLoop::kReadable, [&](uint32_t) {
+    ++calls;
+    p.drain();
+  });
+  EXPECT_THROW(loop.add(p.r, EventLoop::kReadable, [](uint32_t) {}), std::invalid_argument);
+  p.put();
+  EXPECT_EQ(loop.run_once(5s), 1u) << "the data in the pipe was not dispatched";
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(loop.remove(p.r));
+}
+
+// Issue 25, item 5: an fd closed under the loop while a duplicate of it
+// stays open. epoll forgets a registration only when the file's last
+// descriptor closes, so the kernel's registration outlives the number and
+// keeps reporting the data waiting in the pipe under a serial the loop has
+// dropped: run_once(1 s) returned at once, ~200,000 times in 200 ms. After
+// remove() has reported the caller's bug, a round must wait its whole
+// timeout (a lower bound on time, the only kind a test asserts).
+TEST(EventLoop, FdClosedUnderTheLoopWithADupOpen_RoundsDoNotSpin) {
+  EventLoop loop;
+  Pipe p;
+  int calls = 0;
+  loop.add(p.r, EventLoop::kReadable, [&](uint32_t) { ++calls; });
+  p.put();  // readable, and never drained
+  const int number = p.r;
+  const int duplicate = ::dup(p.r);
+  ASSERT_GE(duplicate, 0);
+  ::close(p.r);
+  p.r = -1;
+  EXPECT_THROW(loop.remove(number), std::system_error);
+  EXPECT_FALSE(loop.contains(number));
+  for (int round = 0; round < 3; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(loop.run_once(100ms), 0u) << "round " << round;
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms)
+        << "round " << round << " returned before its timeout: the closed fd's registration "
+        << "still fires";
+  }
+  EXPECT_EQ(calls, 0);
+  // The loop still works for the other registrations, and for the same file
+  // under a new registration.
+  loop.add(duplicate, EventLoop::kReadable, [&](uint32_t) { ++calls; });
+  EXPECT_EQ(loop.run_once(5s), 1u);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(loop.remove(duplicate));
+  ::close(duplicate);
+}
+
+// The same when the caller never calls remove() and instead adds a new fd
+// that got the closed one's number: add() reports the stale registration,
+// and the loop then does not spin on the old file either.
+TEST(EventLoop, ReusedNumberWithADupOfTheClosedFdOpen_RoundsDoNotSpin) {
+  EventLoop loop;
+  Pipe p;
+  loop.add(p.r, EventLoop::kReadable, [](uint32_t) {});
+  p.put();
+  const int number = p.r;
+  const int duplicate = ::dup(p.r);
+  ASSERT_GE(duplicate, 0);
+  ::close(p.r);
+  p.r = -1;
+  Pipe q;
+  ASSERT_EQ(::dup2(q.r, number), number);
+  EXPECT_THROW(loop.add(number, EventLoop::kReadable, [](uint32_t) {}), std::system_error);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(loop.run_once(100ms), 0u);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms)
+      << "the round returned before its timeout: the closed fd's registration still fires";
+  ::close(number);
+  ::close(duplicate);
+}
+
 }  // namespace

@@ -4,12 +4,16 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
+
+#include "tests/signal_test_support.h"
 
 namespace {
 
@@ -126,6 +130,40 @@ TEST(EventNotifier, NotifyFromSignalHandlerWakesWaiter) {
   EXPECT_TRUE(n.wait(5000));
   sender.join();
   sigaction(SIGUSR1, &old, nullptr);
+}
+
+// Issue 25, item 3: a signal that interrupts wait(timeout_ms) must not
+// restart the wait with the whole timeout. With SIGALRM every 40 ms a
+// wait(100) that restarts its 100 ms poll() after each EINTR never returns.
+// In a forked child (the timer and the handler are process-wide), with a
+// watchdog: returning at all is what is asserted, plus the lower bound.
+void on_alarm(int) {}
+
+TEST(EventNotifier, WaitInterruptedBySignals_EndsAtItsDeadline) {
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [] {
+        struct sigaction action {};
+        action.sa_handler = on_alarm;  // no SA_RESTART (poll is never restarted anyway)
+        sigemptyset(&action.sa_mask);
+        if (::sigaction(SIGALRM, &action, nullptr) != 0) return 2;
+        const itimerval every_40ms{{0, 40'000}, {0, 40'000}};
+        if (::setitimer(ITIMER_REAL, &every_40ms, nullptr) != 0) return 3;
+        doorbell::EventNotifier n;
+        const auto start = std::chrono::steady_clock::now();
+        const bool pending = n.wait(100);
+        const auto waited = std::chrono::steady_clock::now() - start;
+        const itimerval off{};
+        ::setitimer(ITIMER_REAL, &off, nullptr);
+        if (pending) return 4;
+        return waited >= std::chrono::milliseconds(100) ? 0 : 5;
+      },
+      std::chrono::seconds(5));
+  EXPECT_FALSE(outcome.timed_out)
+      << "wait(100) had not returned after 5 s with SIGALRM every 40 ms (killed by the "
+         "watchdog): each EINTR restarted the poll with the whole timeout";
+  EXPECT_TRUE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0)
+      << doorbell::testing::describe_wait_status(outcome.status)
+      << " (4: reported a notification; 5: returned before 100 ms)";
 }
 
 }  // namespace

@@ -35,6 +35,7 @@
 
 #include "doorbell/partition.h"
 #include "gtest/gtest.h"
+#include "partition_guardian.h"
 #include "tests/partition_progs/progress.h"
 #include "tests/support/cgroup_probe.h"
 
@@ -498,6 +499,52 @@ TEST(PartitionCrash, PartitionNamedKeeper_V1FreezerRuns) {
   for (const WindowRecord& w : report.windows) measured += w.stopped_ns > 0;
   EXPECT_GE(measured, 5u) << "windows of a 3-frame run with two windows a frame";
   EXPECT_TRUE(test::cgroups_with_prefix(prefix).empty());
+}
+
+// Issue 25, item 7: the guardian keeps a fixed number of partitions and
+// cgroups (it allocates nothing after fork). It closed the pidfds of further
+// partitions and dropped further cgroups without telling the scheduler:
+// those were never cleaned up on a crash. Handing over more must fail.
+TEST(PartitionGuardian, MorePartitionsOrCgroupsThanItHolds_Refused) {
+  Sandbox box;  // the child below is killed and reaped whatever happens
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+  ASSERT_GE(pidfd, 0);
+  auto guardian = detail::Guardian::start();
+  std::size_t handed = 0;
+  bool refused = false;
+  for (std::size_t i = 0; i < kMaxPartitions + 1 && !refused; ++i) {
+    try {
+      guardian.watch_partition(pidfd, true);
+      ++handed;
+    } catch (const std::system_error&) {
+      refused = true;
+    }
+  }
+  EXPECT_TRUE(refused) << "the guardian took " << handed << " partitions, more than it holds ("
+                       << kMaxPartitions << "), without a word";
+  EXPECT_EQ(handed, kMaxPartitions);
+  std::size_t cgroups = 0;
+  refused = false;
+  for (std::size_t i = 0; i < detail::Guardian::kMaxCgroups + 1 && !refused; ++i) {
+    try {
+      guardian.watch_cgroup("/nonexistent/doorbell-guardian-test-" + std::to_string(i), false);
+      ++cgroups;
+    } catch (const std::system_error&) {
+      refused = true;
+    }
+  }
+  EXPECT_TRUE(refused) << "the guardian took " << cgroups << " cgroups without a word";
+  EXPECT_EQ(cgroups, detail::Guardian::kMaxCgroups);
+  EXPECT_EQ(guardian.finish(), 0);
+  // The guardian killed the partition it holds (kill on exit).
+  EXPECT_EQ(Sandbox::wait_exit(child, 10s) != -1, true) << "the held partition was not killed";
+  ::close(pidfd);
 }
 
 }  // namespace

@@ -124,6 +124,27 @@ TEST(PartitionSchedule, DuplicateAndBadNames_PartitionWithoutWindow) {
   EXPECT_THAT(message, HasSubstr("no window"));
 }
 
+// Issue 25, item 7: the guardian holds the pidfds of 256 partitions (and 260
+// cgroups); it dropped the rest silently, so on a scheduler crash those
+// partitions stayed stopped or running. A schedule with more partitions than
+// the guardian holds is refused before anything starts.
+TEST(PartitionSchedule, MorePartitionsThanTheGuardianHolds_Refused) {
+  Schedule s;
+  s.major_frame_ns = 1'000'000'000;
+  const std::size_t count = kMaxPartitions + 1;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string name = "p" + std::to_string(i);
+    s.partitions.push_back({name, {"true"}, {}, {}, {}, static_cast<int>(i + 1)});
+    s.windows.push_back({name, static_cast<int64_t>(i) * 1'000'000, 500'000, 0});
+  }
+  std::string message;
+  EXPECT_EQ(error_line(s, &message), 0) << "accepted " << count << " partitions";
+  EXPECT_THAT(message, HasSubstr(std::to_string(kMaxPartitions)));
+  s.partitions.pop_back();
+  s.windows.pop_back();
+  EXPECT_EQ(error_line(s), -1) << "refused " << kMaxPartitions << " partitions";
+}
+
 // --- the schedule file reader ---------------------------------------------------
 // Built with the lab (DOORBELL_BUILD_LAB=ON), as the CLI is; the build, not
 // this test, decides whether they exist.

@@ -34,6 +34,13 @@ doorbell_add_spin_model(
 doorbell_add_spin_model(
   NAME rate_limiter_model_wrap_raise_after MODEL ${_rl_wrap} EXPECT fail DEFINES -DRAISE_AFTER
   ERROR_PATTERN "assertion violated \\(\\(\\(word_count==0\\)&&\\(word_full==0\\)\\)\\|\\|\\(ef>word_full\\)\\)")
+# The first window whose number is 0 modulo the wrap (issue 25, item 6): the
+# zero word counted on without a claim (the code before the fix) lets a
+# stale caller move the word back.
+doorbell_add_spin_model(
+  NAME rate_limiter_model_wrap_zero_word_unclaimed MODEL ${_rl_wrap} EXPECT fail
+  DEFINES -DZERO_WORD_UNCLAIMED
+  ERROR_PATTERN "assertion violated \\(\\(\\(word_count==0\\)&&\\(word_full==0\\)\\)\\|\\|\\(ef>word_full\\)\\)")
 
 # ShardedRateLimiter's lease path (issue 18): owners on their own cells, a
 # signal handler on an owner, sharers with atomic RMWs, window roll-over.
@@ -66,6 +73,21 @@ doorbell_add_spin_model(
   ERROR_PATTERN "assertion violated \\(admitted\\[e\\]<=2\\)")
 doorbell_add_spin_model(NAME rate_limiter_model_lease_grant_uncut MODEL ${_rl_lease} EXPECT fail
                         DEFINES -DGRANT_UNCUT ERROR_PATTERN "assertion violated \\(handed\\[gw\\]<=3\\)")
+# The first window of a fresh limiter whose window numbers are half a wrap
+# (2^31) or more (issue 25, item 6): kHalfWrap scaled to H = 2 windows, the
+# clock starting at window 2. The fixed refill claims the never-opened
+# word's window like any other open; opening it unclaimed (the code before
+# the fix) lets a stale caller move the word back and the newer window be
+# opened twice.
+doorbell_add_spin_model(NAME rate_limiter_model_lease_first_window_half_wrap MODEL ${_rl_lease}
+                        EXPECT pass DEFINES -DSTART=2 -DH=2 -DW=4)
+doorbell_add_spin_model(NAME rate_limiter_model_lease_first_window_half_wrap_handler
+                        MODEL ${_rl_lease} EXPECT pass
+                        DEFINES -DSTART=2 -DH=2 -DW=4 -DHANDLER=1 -DCALLS=1)
+doorbell_add_spin_model(
+  NAME rate_limiter_model_lease_first_window_open_unclaimed MODEL ${_rl_lease} EXPECT fail
+  DEFINES -DSTART=2 -DH=2 -DW=4 -DOPEN_UNCLAIMED
+  ERROR_PATTERN "assertion violated \\(handed\\[e\\]<=3\\)")
 
 # allow(n) (issue 18): n = 2 and n = 1 at once. Exactness, and a denial of n
 # only when fewer than n were left at the read it decided on.

@@ -2,9 +2,13 @@
 // Timestamps are passed in (allow_at/check_at) so every test is exact.
 #include "doorbell/rate_limiter.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,8 +17,12 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "rate_limiter_hooks.h"
+#include "tests/signal_test_support.h"
 
 namespace doorbell {
 namespace {
@@ -684,6 +692,177 @@ TEST(RateLimiter, ProcessShared_TwoProcessesDenying_CountExact) {
   EXPECT_EQ(lim->flush(), 2 * kCalls + 1);
   lim->~ProcessSharedRateLimiter();
   munmap(mem, sizeof(ProcessSharedRateLimiter));
+}
+
+// Issue 25, item 6: the first window of a fresh limiter once window numbers
+// reach 2^31 (a 1 us interval after ~36 minutes of uptime, or any
+// allow_at() with a large time). The sharded refill opened the never-opened
+// word without claiming the window in newest_, which stayed 0; a caller one
+// window stale then saw newest_ half a wrap behind and reopened W - 1, and
+// the callers of W reopened W with a fresh count: 20 admitted with burst 10.
+// The one-word limiter had the same hole where its fast test takes the
+// never-opened word for the caller's window: a first window whose low 32
+// bits are 0 (2^32: 71 minutes at 1 us) was counted on without a claim.
+template <class Limiter>
+void first_window_at_half_a_wrap_is_exact(uint64_t w) {
+  constexpr uint64_t kInterval = 1000;  // 1 us
+  RateLimitOptions options{nanoseconds(kInterval), 10, 0};
+  if constexpr (Limiter::sharded()) options.lease = 1;
+  Limiter limiter{options};
+  const uint64_t now = w * kInterval + kInterval / 2;
+  const uint64_t stale = now - kInterval;  // window w - 1
+  ASSERT_EQ(limiter.full_window_of(now), w);
+  ASSERT_EQ(limiter.full_window_of(stale), w - 1);
+  int admitted_in_w = 0;
+  for (int i = 0; i < 10; ++i) admitted_in_w += limiter.allow_at(now);
+  // A caller whose clock read is one window old: charged to w, which is full.
+  EXPECT_FALSE(limiter.allow_at(stale)) << "the stale caller reopened window w - 1";
+  for (int i = 0; i < 10; ++i) admitted_in_w += limiter.allow_at(now);
+  EXPECT_EQ(admitted_in_w, 10) << "window w admitted more than its burst";
+}
+
+TEST(RateLimiter, FirstWindowAtHalfAWrap_StaleCallerCannotReopen) {
+  first_window_at_half_a_wrap_is_exact<RateLimiter>((uint64_t{1} << 31) + 5);
+}
+TEST(RateLimiter, FirstWindowAtHalfAWrap_StaleCallerCannotReopen_Sharded) {
+  first_window_at_half_a_wrap_is_exact<ShardedRateLimiter>((uint64_t{1} << 31) + 5);
+}
+TEST(RateLimiter, FirstWindowWithLowBitsZero_StaleCallerCannotReopen) {
+  first_window_at_half_a_wrap_is_exact<RateLimiter>(uint64_t{1} << 32);
+}
+TEST(RateLimiter, FirstWindowWithLowBitsZero_StaleCallerCannotReopen_Sharded) {
+  first_window_at_half_a_wrap_is_exact<ShardedRateLimiter>(uint64_t{1} << 32);
+}
+
+// Issue 25, item 10: with burst 0 the caller that opens a window is denied
+// too, and its denial belongs in the report it takes (RateLimiter: 11 = ten
+// earlier denials and its own). The sharded refill took the report before
+// it counted its own denial: 10.
+TEST(RateLimiter, BurstZero_AlwaysLimits_AndStillReports_Sharded) {
+  ShardedRateLimiter limiter{milliseconds(1), 0};
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(limiter.allow_at(kMs));
+  const RateLimitVerdict v = limiter.check_at(2 * kMs);
+  EXPECT_FALSE(v.allowed);
+  EXPECT_EQ(v.suppressed, 11u) << "the opener's own denial is missing from its report";
+  EXPECT_EQ(limiter.flush(), 0u);
+}
+
+// Issue 25, item 11: a thread id reused while another thread claims the
+// slot of its exited first holder. Thread A owned a slot and exited; thread
+// C found A's tid gone and is about to claim the slot (held there by the
+// hook); thread B is then born with A's tid (a fresh PID namespace, whose
+// ns_last_pid sets the next tid) and finds "owner == my tid". B took the
+// slot without a CAS, C's CAS still saw A's tid and succeeded: two live
+// owners doing unlocked updates of one cell. In a forked child that
+// unshares a PID namespace; its pid 1 runs the scenario.
+std::atomic<pid_t> g_claimer_tid{0};
+std::atomic<bool> g_claimer_held{false};
+std::atomic<bool> g_reuser_done{false};
+std::atomic<bool> g_claim_hook_timed_out{false};
+
+void hold_claimer(detail::RateLimitSlotRacePoint, unsigned) noexcept {
+  if (::gettid() != g_claimer_tid.load()) return;
+  g_claimer_held.store(true);
+  for (long spins = 0; !g_reuser_done.load(); ++spins) {
+    if (spins > 20'000'000) {
+      g_claim_hook_timed_out.store(true);
+      return;
+    }
+    sched_yield();
+  }
+}
+
+template <class Predicate>
+bool wait_for(Predicate done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Exit codes: 0 pass, 1 two owners of one slot, 77 the tid could not be
+// reused here (skip), others: the set-up failed.
+int reused_thread_id_scenario() {
+  RateLimiter lim{milliseconds(1), 0};
+  pid_t first = 0;
+  std::thread([&] {
+    (void)lim.allow_at(kMs);
+    first = this_thread_owns_a_slot() ? static_cast<pid_t>(::gettid()) : -1;
+  }).join();
+  if (first <= 1) return 10;
+  if (!wait_for([&] { return ::syscall(SYS_tgkill, ::getpid(), first, 0) != 0; })) return 11;
+  detail::set_rate_limit_slot_hook(hold_claimer);
+  std::atomic<bool> finish{false};
+  std::atomic<uint32_t> claimer_offset{0}, reuser_offset{0};
+  std::atomic<pid_t> reuser_tid{0};
+  std::thread claimer([&] {
+    g_claimer_tid.store(static_cast<pid_t>(::gettid()));
+    (void)lim.allow_at(kMs);
+    claimer_offset.store(detail::rate_limit_slot_offset());
+    while (!finish.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  int result = 0;
+  if (!wait_for([] { return g_claimer_held.load(); })) result = 12;
+  if (result == 0) {
+    const int fd = ::open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+    const std::string last = std::to_string(first - 1);
+    if (fd < 0 || ::write(fd, last.data(), last.size()) != static_cast<ssize_t>(last.size()))
+      result = 77;
+    if (fd >= 0) ::close(fd);
+  }
+  std::thread reuser;
+  if (result == 0) {
+    reuser = std::thread([&] {
+      reuser_tid.store(static_cast<pid_t>(::gettid()));
+      (void)lim.allow_at(kMs);
+      reuser_offset.store(detail::rate_limit_slot_offset());
+      g_reuser_done.store(true);
+      while (!finish.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    if (!wait_for([&] { return reuser_offset.load() != 0; })) result = 13;
+  }
+  g_reuser_done.store(true);  // releases the claimer whatever happened
+  if (!wait_for([&] { return claimer_offset.load() != 0; }) && result == 0) result = 14;
+  finish.store(true);
+  claimer.join();
+  if (reuser.joinable()) reuser.join();
+  detail::set_rate_limit_slot_hook(nullptr);
+  if (result != 0) return result;
+  if (reuser_tid.load() != first) return 77;  // another tid was handed out
+  if (g_claim_hook_timed_out.load()) return 15;
+  const uint32_t b = reuser_offset.load(), c = claimer_offset.load();
+  const bool two_owners = detail::rate_limit_slot_owned(b) && detail::rate_limit_slot_owned(c) &&
+                          detail::rate_limit_slot_index(b) == detail::rate_limit_slot_index(c);
+  return two_owners ? 1 : 0;
+}
+
+TEST(RateLimiter, ReusedThreadId_NeverTwoOwnersOfOneSlot) {
+  const auto outcome = testing::run_in_child_with_deadline(
+      [] {
+        if (::unshare(CLONE_NEWPID) != 0) return 77;
+        const pid_t init = ::fork();  // pid 1 of the new namespace
+        if (init < 0) return 20;
+        if (init == 0) {
+          ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+          ::_exit(reused_thread_id_scenario());
+        }
+        int status = 0;
+        while (::waitpid(init, &status, 0) < 0) {
+        }
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+      },
+      std::chrono::seconds(60));
+  ASSERT_FALSE(outcome.timed_out) << "the scenario hung (killed by the 60 s watchdog)";
+  ASSERT_TRUE(WIFEXITED(outcome.status)) << testing::describe_wait_status(outcome.status);
+  const int code = WEXITSTATUS(outcome.status);
+  if (code == 77) GTEST_SKIP() << "cannot hand a thread a reused tid here (no PID namespace)";
+  EXPECT_NE(code, 1) << "the thread born with the exited owner's tid and the thread that found "
+                        "that owner gone both own one slot";
+  if (code != 1) {
+    EXPECT_EQ(code, 0) << "the scenario's set-up failed (code " << code << ")";
+  }
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -536,6 +538,171 @@ TEST(SignalRegressions, StopDuringDelivery_ChainsEveryRecordedInstance) {
   EXPECT_EQ(g_chained_runs.load(), 1)
       << "the instance was recorded by the channel but never chained to the previous handler";
   EXPECT_EQ(g_chained_value.load(), 41);
+}
+
+// Issue 25, item 1: foreign code puts our handler back after stop(). A
+// library installs its own SIGUSR1 handler while a channel lives (saving
+// ours), the channel stops and leaves the foreign handler alone, then the
+// library restores what it saved: our handler, with no channel. (a) The next
+// SIGUSR1 must act as the disposition before the channel did (SIG_DFL:
+// terminate), not bounce back to our handler for ever. (b) A new channel
+// must not keep our own handler as its "previous" and chain to itself.
+void foreign_usr1_handler(int) {}
+
+// The foreign library's round trip: install its handler, the channel stops,
+// put back what it saved (ours). Returns false when a sigaction failed.
+bool foreign_library_round_trip(SignalChannel& channel) {
+  struct sigaction theirs {};
+  theirs.sa_handler = foreign_usr1_handler;
+  sigemptyset(&theirs.sa_mask);
+  struct sigaction saved {};
+  if (::sigaction(SIGUSR1, &theirs, &saved) != 0) return false;
+  channel.stop();
+  return ::sigaction(SIGUSR1, &saved, nullptr) == 0;
+}
+
+TEST(SignalRegressions, OurHandlerRestoredByForeignCode_SignalActsAsBefore) {
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [] {
+        SignalChannel::Options options;
+        options.mechanism = SignalMechanism::handler;
+        SignalChannel channel({SIGUSR1}, options);
+        if (!foreign_library_round_trip(channel)) return 2;
+        ::raise(SIGUSR1);  // SIG_DFL before the channel: terminates
+        return 0;
+      },
+      5s);
+  EXPECT_FALSE(outcome.timed_out)
+      << "still alive after 5 s (killed by the watchdog): the SIGUSR1 bounced between our "
+         "handler and its re-send for ever";
+  EXPECT_TRUE(WIFSIGNALED(outcome.status) && WTERMSIG(outcome.status) == SIGUSR1)
+      << describe_wait_status(outcome.status);
+}
+
+TEST(SignalRegressions, OurHandlerRestoredByForeignCode_NewChannelDoesNotChainToItself) {
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [] {
+        SignalChannel::Options options;
+        options.mechanism = SignalMechanism::handler;  // chain_previous: on
+        {
+          SignalChannel channel({SIGUSR1}, options);
+          if (!foreign_library_round_trip(channel)) return 2;
+        }
+        SignalChannel again({SIGUSR1}, options);
+        ::raise(SIGUSR1);  // recorded, and chained only to a handler that is not ours
+        const auto event = again.try_receive();
+        if (!event || event->signal != SIGUSR1) return 3;
+        again.stop();
+        struct sigaction now {};
+        if (::sigaction(SIGUSR1, nullptr, &now) != 0) return 4;
+        // The disposition before the first channel: SIG_DFL.
+        if ((now.sa_flags & SA_SIGINFO) != 0 || now.sa_handler != SIG_DFL) return 5;
+        return 0;
+      },
+      5s);
+  EXPECT_FALSE(outcome.timed_out) << "still running after 5 s (killed by the watchdog)";
+  EXPECT_TRUE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0)
+      << describe_wait_status(outcome.status)
+      << " (3: no event; 5: the disposition after stop() is not SIG_DFL; SIGSEGV: the new "
+         "channel chained to our own handler, for ever)";
+}
+
+// Issue 25, item 2: fork() racing a channel's stop() or constructor. A
+// thread holds the channel between two steps of changing a disposition
+// (the hooks), another thread forks. The child must get the disposition
+// from before the channel (SIGTERM: terminate), never our handler with no
+// channel behind it (SIGTERM then bounced for ever). The hook holds the
+// racing thread until the fork is done, or until the forking thread has
+// reached the library's fork hook (which, once fixed, waits for the channel
+// lock: holding on would then deadlock the test).
+std::atomic<pid_t> g_race_tid{0};
+std::atomic<bool> g_race_held{false};
+std::atomic<bool> g_race_forked{false};
+std::atomic<bool> g_race_fork_begun{false};
+std::atomic<bool> g_race_hold_timed_out{false};
+SignalChannelRacePoint g_race_point = SignalChannelRacePoint::stop_before_restore;
+
+void hold_until_fork(SignalChannelRacePoint point, int) noexcept {
+  if (point == SignalChannelRacePoint::fork_prepare) {
+    g_race_fork_begun.store(true);
+    return;
+  }
+  if (point != g_race_point || ::gettid() != g_race_tid.load()) return;
+  g_race_held.store(true);
+  for (long spins = 0; !g_race_forked.load() && !g_race_fork_begun.load(); ++spins) {
+    if (spins > 20'000'000) {
+      g_race_hold_timed_out.store(true);
+      return;
+    }
+    ::sched_yield();
+  }
+}
+
+void note_forked_in_parent() {
+  g_race_forked.store(true);
+}
+
+// Forks while another thread runs `racing` held at g_race_point; the child
+// raises SIGTERM. Returns the child's outcome.
+doorbell::testing::ChildOutcome fork_while_held(const std::function<void()>& racing) {
+  static const int registered = ::pthread_atfork(nullptr, note_forked_in_parent, nullptr);
+  (void)registered;
+  for (auto* flag : {&g_race_held, &g_race_forked, &g_race_fork_begun, &g_race_hold_timed_out})
+    flag->store(false);
+  doorbell::detail::set_signal_channel_hook(hold_until_fork);
+  std::thread other([&] {
+    g_race_tid.store(::gettid());
+    racing();
+  });
+  const auto held_deadline = std::chrono::steady_clock::now() + 10s;
+  while (!g_race_held.load() && std::chrono::steady_clock::now() < held_deadline)
+    std::this_thread::sleep_for(1ms);
+  doorbell::testing::ChildOutcome outcome;
+  if (g_race_held.load()) {
+    outcome = doorbell::testing::run_in_child_with_deadline(
+        [] {
+          ::raise(SIGTERM);
+          return 0;
+        },
+        5s);
+  }
+  g_race_forked.store(true);
+  other.join();
+  doorbell::detail::set_signal_channel_hook(nullptr);
+  return outcome;
+}
+
+TEST(SignalRegressions, ForkRacesStop_ChildHasThePreviousDisposition) {
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::handler;
+  SignalChannel channel({SIGTERM}, options);
+  g_race_point = SignalChannelRacePoint::stop_before_restore;
+  const auto outcome = fork_while_held([&] { channel.stop(); });
+  ASSERT_TRUE(g_race_held.load()) << "stop() never reached stop_before_restore";
+  EXPECT_FALSE(g_race_hold_timed_out.load());
+  EXPECT_FALSE(outcome.timed_out)
+      << "the child did not die of SIGTERM within 5 s (killed by the watchdog): it kept our "
+         "handler with no channel, and the SIGTERM bounced";
+  EXPECT_TRUE(WIFSIGNALED(outcome.status) && WTERMSIG(outcome.status) == SIGTERM)
+      << describe_wait_status(outcome.status);
+}
+
+TEST(SignalRegressions, ForkRacesConstructor_ChildHasThePreviousDisposition) {
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::handler;
+  // A first channel on another signal installs the fork hooks before the race.
+  SignalChannel first({SIGUSR2}, options);
+  g_race_point = SignalChannelRacePoint::install_after_sigaction;
+  std::unique_ptr<SignalChannel> channel;
+  const auto outcome = fork_while_held(
+      [&] { channel = std::make_unique<SignalChannel>(std::vector<int>{SIGTERM}, options); });
+  ASSERT_TRUE(g_race_held.load()) << "the constructor never reached install_after_sigaction";
+  EXPECT_FALSE(g_race_hold_timed_out.load());
+  EXPECT_FALSE(outcome.timed_out)
+      << "the child did not die of SIGTERM within 5 s (killed by the watchdog): it kept our "
+         "handler with no channel, and the SIGTERM bounced";
+  EXPECT_TRUE(WIFSIGNALED(outcome.status) && WTERMSIG(outcome.status) == SIGTERM)
+      << describe_wait_status(outcome.status);
 }
 
 }  // namespace

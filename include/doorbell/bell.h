@@ -112,8 +112,9 @@ class Bell {
   static Bell* attach(void* memory);
 
   // Sets the Bell and wakes one sleeping waiter if there is one. One atomic
-  // fetch_or; FUTEX_WAKE only when the word counted a waiter and the Bell
-  // was not already rung. Async-signal-safe.
+  // fetch_or; FUTEX_WAKE whenever the word counts a waiter, rung or not (a
+  // waiter woken by an earlier ring may have died before taking it: see
+  // "Dead waiters"), and no syscall when it counts none. Async-signal-safe.
   void ring() noexcept;
 
   // Waits until rung and consumes it. Retries EINTR.

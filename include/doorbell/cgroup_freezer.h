@@ -63,7 +63,9 @@ struct FreezerOptions {
   std::string v1_parent;
 };
 
-// Where the kernel offers a freezer, and why not where it does not.
+// Where the kernel offers a freezer, and why not where it does not. Throws
+// std::system_error when /proc/self/mountinfo or /proc/self/cgroup cannot be
+// read (what the kernel says then is not "no freezer").
 struct FreezerAvailability {
   std::string v2_parent;  // empty when v2 is unusable
   std::string v1_parent;  // empty when v1 is unusable
@@ -76,8 +78,9 @@ class CgroupFreezer {
  public:
   // Creates the cgroup <parent>/<name>. name: [A-Za-z0-9_.-]+. Throws
   // std::invalid_argument for a bad name, std::system_error when no freezer
-  // can be used (the message gives the reason for each version) or the
-  // directory cannot be created (EEXIST when it already exists).
+  // can be used (ENOTSUP; the message gives the reason for each version),
+  // when probe_freezers() throws, or when the directory cannot be created
+  // (EEXIST when it already exists). Nothing is left behind when it throws.
   static CgroupFreezer create(const std::string& name, const FreezerOptions& options = {});
 
   CgroupFreezer(CgroupFreezer&& other) noexcept;
@@ -122,8 +125,11 @@ class CgroupFreezer {
   std::vector<pid_t> processes() const;
 
   // Thaws, moves any process still inside to the parent cgroup, removes the
-  // directory. Idempotent. Throws std::system_error when the directory
-  // cannot be removed.
+  // directory (rmdir retried for ~100 ms while EBUSY or ENOMEM). Idempotent. Throws
+  // std::system_error naming the directory when it cannot be removed; the
+  // object is then empty all the same (its descriptors closed, path()
+  // empty, nothing retried by a later remove() or the destructor), and the
+  // directory is the caller's to remove.
   void remove();
 
  private:

@@ -23,7 +23,10 @@
 //
 // Lifetime: the destructor of a child that is still running sends it
 // SIGKILL and reaps it, so no child outlives its owner unnoticed and no
-// zombie is left. Call wait() first for a graceful end.
+// zombie is left. Call wait() first for a graceful end. A child the kernel
+// does not let us kill (EPERM: a set-user-ID program, as another user) is
+// left running and unreaped, with a warning on stderr, rather than waited
+// for.
 //
 // Threads: one object, one thread at a time. Different objects are
 // independent. Async-signal-safety: none. Fork: the object belongs to the

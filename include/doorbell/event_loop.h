@@ -17,10 +17,19 @@
 //    the next round.
 //  - The loop does not own registered fds. Remove an fd BEFORE closing it.
 //    An fd closed while registered is a caller bug that the loop reports
-//    rather than tolerates: remove() of it, and add() of a new fd that got
-//    the same number, throw std::system_error(EBADF) saying so. (epoll
-//    itself forgets a closed fd silently, so the loop can only tell at the
-//    next add()/modify()/remove() of that number.)
+//    rather than tolerates: remove() and modify() of it, and add() of a new
+//    fd that got the same number, throw std::system_error(EBADF) saying so,
+//    and drop the registration. The loop can tell only at the next
+//    add()/modify()/remove() of that number. epoll forgets a registration
+//    only when the file's LAST descriptor closes: while a duplicate of the
+//    fd stays open (a dup(), a copy inherited by a child) the kernel's
+//    registration lives on and no epoll_ctl can reach it. So whenever the
+//    loop drops a registration closed under it, or a round sees events of a
+//    registration it no longer knows, it moves to a fresh epoll instance
+//    holding only its live registrations (a few epoll_ctl calls per
+//    registration, on this error path only): the loop stays consistent and
+//    a round never returns early because of a closed fd. Until then, the
+//    callback of an fd closed under the loop may still run.
 //  - stop() makes the current or next run() return after the callbacks of
 //    the current round; it is sticky until run() returns because of it.
 //    Only run() clears it (run() owns the flag), so a stop() from another
@@ -83,20 +92,26 @@ class EventLoop {
 
   // Watches fd for `events` (kReadable and/or kWritable). Throws
   // std::invalid_argument when fd < 0, events is empty, the callback is
-  // empty or fd is already registered; std::system_error(EBADF) when fd is
-  // not open, or when fd's number belongs to a registration whose fd was
-  // closed under the loop; std::system_error for other epoll_ctl failures
-  // (EPERM: the file does not support epoll, e.g. a regular file).
+  // empty or fd is already registered (that registration is left as it
+  // was); std::system_error(EBADF) when fd is not open, or when fd's number
+  // belongs to a registration whose fd was closed under the loop (which is
+  // then dropped); std::system_error for other epoll_ctl failures (EPERM:
+  // the file does not support epoll, e.g. a regular file; ENOMEM; ENOSPC:
+  // fs.epoll.max_user_watches reached).
   void add(int fd, uint32_t events, Callback callback);
 
   // Changes the events watched. Throws std::invalid_argument when fd is not
-  // registered, std::system_error(EBADF) when it was closed under the loop.
+  // registered, std::system_error(EBADF) when it was closed under the loop,
+  // std::system_error for another epoll_ctl failure (the registration then
+  // keeps its events).
   void modify(int fd, uint32_t events);
 
   // Stops watching fd; safe from any callback, the fd's own included.
   // Returns false when fd is not registered. Throws std::system_error(EBADF)
-  // when fd was closed while registered (the registration is dropped first,
-  // so the loop stays consistent).
+  // when fd was closed while registered (the registration is dropped first
+  // and the loop moves to a fresh epoll instance, so it stays consistent);
+  // std::system_error for another epoll_ctl failure, with the registration
+  // kept (epoll still has it).
   bool remove(int fd);
 
   bool contains(int fd) const noexcept { return by_fd_.count(fd) != 0; }
@@ -104,7 +119,9 @@ class EventLoop {
 
   // A timer owned by the loop: fires after `first`, then every `period`
   // when period > 0. Throws std::invalid_argument when first <= 0 or
-  // period < 0 or the callback is empty.
+  // period < 0 or the callback is empty; std::system_error when
+  // timerfd_create(2), timerfd_settime(2) or the add() fails (then nothing
+  // of the timer is left).
   TimerId add_timer(std::chrono::nanoseconds first, std::chrono::nanoseconds period,
                     TimerCallback callback);
   // Cancels a timer; safe from any callback, its own included. Returns false
@@ -117,7 +134,9 @@ class EventLoop {
   std::size_t run();
 
   // One round: waits up to `timeout` for events (nullopt: no limit; zero or
-  // negative: just poll), then runs their callbacks. Returns the number of
+  // negative: just poll), then runs their callbacks. Throws
+  // std::system_error when the loop needs a fresh epoll instance (see "The
+  // loop does not own registered fds") and cannot make one (EMFILE, ENOMEM). Returns the number of
   // callbacks run (0: timed out, woken by wakeup() or stop(), or events
   // removed meanwhile). A timeout of any size is honoured: one too large
   // for the clock counts as no limit, and one beyond epoll's int
@@ -149,11 +168,15 @@ class EventLoop {
   struct Registration {
     int fd;
     uint64_t serial;
+    uint32_t events;  // as given to epoll_ctl
     Callback callback;
   };
   struct TimerEntry;
   uint32_t to_epoll(uint32_t events) const;
-  void check_stale(int fd, const char* what);
+  // Drops fd's registration (its fd was closed under the loop) and moves to
+  // a fresh epoll instance (see event_loop.cpp).
+  void forget_closed(int fd) noexcept;
+  void rebuild_epoll();
   bool take_stop() noexcept;
 
   int epoll_fd_ = -1;
@@ -165,6 +188,7 @@ class EventLoop {
   std::unordered_map<TimerId, std::unique_ptr<TimerEntry>> timers_;
   std::vector<std::unique_ptr<TimerEntry>> retired_timers_;  // freed after the round
   bool running_ = false;
+  bool rebuild_pending_ = false;  // forget_closed() could not rebuild
   RaceHook race_hook_ = nullptr;
   void* race_hook_context_ = nullptr;
 };

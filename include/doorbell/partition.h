@@ -126,7 +126,10 @@
 //   its pidfd (a handshake before its first stop), so OnSchedulerExit::resume
 //   holds even before a partition's first window. If a partition's pidfd
 //   cannot be opened or handed over, the child is killed and reaped and run()
-//   throws std::system_error naming the partition and the call.
+//   throws std::system_error naming the partition and the call. The guardian
+//   holds kMaxPartitions partitions (and their cgroups and the v1 keeper):
+//   validate() refuses a schedule with more, and a hand-over beyond its limit
+//   fails (ENOSPC), so no partition runs that the guardian does not know.
 //   Signals go through pidfds (and tgkill with the partition's tgid, which
 //   cannot be recycled while it is our unreaped child), never to a recycled
 //   PID. Partitions run in their own session, so a terminal's Ctrl-C
@@ -219,11 +222,15 @@ class ScheduleError : public std::invalid_argument {
 // a command or an entry, windows name known partitions, durations > 0,
 // offsets >= 0, no window past the end of the frame, no two windows overlap,
 // no two windows of one partition touch (merge them), every partition has a
-// window. Sorts windows by offset and fills partition_index. Throws
-// ScheduleError naming the offending line.
+// window, at most kMaxPartitions partitions. Sorts windows by offset and
+// fills partition_index. Throws ScheduleError naming the offending line.
 void validate(Schedule& schedule);
 
 struct RunReport;
+
+// The most partitions one schedule may have: the guardian (see "Safety")
+// holds this many, allocating nothing after fork. validate() refuses more.
+inline constexpr std::size_t kMaxPartitions = 256;
 
 // How many recent stop latencies of a partition the stop lead learns from.
 inline constexpr std::size_t kStopLeadHistory = 32;

@@ -71,6 +71,9 @@
 //  On its first call to any limiter a thread claims one of 16 process-wide
 //  slot numbers for good (until it exits): one never claimed, one whose
 //  owner has exited (checked with tgkill(pid, tid, 0)), in every limiter.
+//  Every claim is a compare-and-swap of an owner word that holds the tid
+//  and a claim number, so a thread that was given an exited owner's tid
+//  and a thread that found that owner gone never both own the slot.
 //  Only the owner, and signal handlers running on it, write the owner cell,
 //  so the owner updates it with single unlocked instructions (x86-64 `add`
 //  and `cmpxchg` without `lock`; a signal arrives between instructions,
@@ -115,7 +118,8 @@
 //  "No false suppression"), just charged to the newest window.
 //  The shared word keeps the low 32 bits of the window number, which wrap
 //  after 2^32 intervals (49.7 days at 1 ms, 71 minutes at 1 us); the limiter
-//  also keeps the newest full 64-bit window number ever opened. A timestamp
+//  also keeps the newest full 64-bit window number ever opened, its first
+//  window included (whatever its number: 2^31 and more, or 0 modulo 2^32). A timestamp
 //  older than the newest opened window, however old (a caller that stalled
 //  after reading the clock, or a stale timestamp passed in), is charged to
 //  the newest window: the shared word never moves back to an older window,
@@ -241,8 +245,9 @@ inline constinit thread_local uint32_t tl_rate_limit_slot = kRateLimitUnassigned
 // when one is free: never assigned, or assigned to a thread that has exited
 // (tgkill(pid, tid, 0) fails with ESRCH), or to this thread already (a
 // signal handler on this thread claimed it during this very assignment).
-// At most one live thread owns a slot; fork() hands the forking thread's
-// slot to the child's thread (pthread_atfork). Threads that find no free
+// At most one live thread owns a slot, also when a tid is reused (each claim
+// is a CAS of (tid, claim number)); fork() hands the forking thread's slot
+// to the child's thread (pthread_atfork). Threads that find no free
 // slot share one slot's second cell (slot = n % kRateLimitSlots in order of
 // arrival), updated with atomic read-modify-writes.
 uint32_t assign_rate_limit_slot() noexcept;
@@ -573,6 +578,27 @@ class BasicRateLimiter {
     return {suppressed, window, allowed};
   }
 
+  // Opens `window` with the first n events (or none, denied, when n does
+  // not fit) by one CAS from w, after claim_open(). The CAS is the whole
+  // reset (new window and its first count in one store), so there is no
+  // moment where one is visible without the other. False when the CAS
+  // failed (w is then the word's value); else the call's decision.
+  template <bool kReport>
+  bool open(uint64_t& w, uint32_t window, uint32_t n, Decision& decision) noexcept {
+    const bool fits = n <= burst_;
+    Hooks::point(RateLimitRacePoint::before_open);
+    // release: publishes this caller's raise of newest_ (claim_open).
+    if (!word_.compare_exchange_weak(w, pack(window, fits ? n : 0), std::memory_order_release,
+                                     std::memory_order_relaxed))
+      return false;
+    Hooks::point(RateLimitRacePoint::after_open);
+    // The opener's own denial is counted before the report is taken, so
+    // that it is in this window's report.
+    const bool allowed = fits || count_miss(n);
+    decision = verdict(allowed, kReport ? take_report() : 0, window);
+    return true;
+  }
+
   template <bool kReport>
   Decision decide(uint64_t now_ns, uint32_t n) noexcept {
     const uint64_t full = full_window_of(now_ns);
@@ -580,31 +606,17 @@ class BasicRateLimiter {
     if (n == 0) [[unlikely]]
       return verdict(true, 0, window);
     if (kSharded && n == 1) return decide_leased<kReport>(full);
+    Decision decision;
     uint64_t w = word_.load(std::memory_order_relaxed);
     Hooks::point(RateLimitRacePoint::after_load);
     for (;;) {
       // Fast test: the word is in the caller's window. Otherwise open the
       // caller's window if the word's is older, or the word was never
-      // opened (zero; when the caller's window is 0 too, counting on from
-      // the zero word is the same as opening window 0). See claim_open().
+      // opened (zero). See claim_open().
       if (window_part(w) != window) [[unlikely]] {
         if (claim_open(full, w)) {
-          // The CAS is the whole reset (new window and its first count in
-          // one store), so there is no moment where one is visible without
-          // the other. A failed CAS means someone else changed the word;
-          // re-decide on the value it returned.
-          const bool fits = n <= burst_;
-          Hooks::point(RateLimitRacePoint::before_open);
-          // release: publishes this caller's raise of newest_ (claim_open).
-          if (word_.compare_exchange_weak(w, pack(window, fits ? n : 0), std::memory_order_release,
-                                          std::memory_order_relaxed)) {
-            Hooks::point(RateLimitRacePoint::after_open);
-            // The opener's own denial is counted before the report is
-            // taken, so that it is in this window's report.
-            const bool allowed = fits || count_miss(n);
-            return verdict(allowed, kReport ? take_report() : 0, window);
-          }
-          continue;
+          if (open<kReport>(w, window, n, decision)) return decision;
+          continue;  // someone else changed the word: re-decide on it
         }
       }
       // The word's window is the caller's, or newer (the caller's clock is
@@ -613,6 +625,19 @@ class BasicRateLimiter {
       if (count >= burst_ || n > burst_ - count) {
         // Full: no write to the shared word.
         return verdict(count_miss(n), 0, window_part(w));
+      }
+      // The never-opened word, which the fast test took for the caller's
+      // window because the caller's window number has its low 32 bits 0
+      // (full = k * 2^32): opened through claim_open() like any other, so
+      // that newest_ knows the window (issue 25, item 6: counted on
+      // unclaimed, newest_ stayed 0, and a caller one window stale then saw
+      // it half a wrap behind and moved the word back). Here, after the
+      // denial test, so that a denial pays nothing for it.
+      if (w == 0) [[unlikely]] {
+        if (claim_open(full, w)) {
+          if (open<kReport>(w, window, n, decision)) return decision;
+          continue;
+        }
       }
       if (n == 1) {
         Hooks::point(RateLimitRacePoint::before_add);
@@ -681,7 +706,11 @@ class BasicRateLimiter {
     uint32_t granted_window = 0;
     uint64_t report = 0;
     for (;;) {
-      if (w == 0 || (window_part(w) != window && claim_open(full, w))) {
+      // The never-opened word is opened through claim_open() like any other:
+      // an open that did not raise newest_ (issue 25, item 6) left it at 0,
+      // and once window numbers reach 2^31 a caller one window stale then
+      // saw newest_ half a wrap behind and moved the word back.
+      if ((w == 0 || window_part(w) != window) && claim_open(full, w)) {
         const uint32_t grant = lease_ < burst_ ? lease_ : burst_;
         Hooks::point(RateLimitRacePoint::before_open);
         // release: publishes this caller's raise of newest_ (claim_open).
@@ -690,7 +719,12 @@ class BasicRateLimiter {
           Hooks::point(RateLimitRacePoint::after_open);
           granted = grant;
           granted_window = window;
+          // With burst 0 the opener is denied: its denial is counted before
+          // the report is taken, so that it is in this window's report (as
+          // in decide()).
+          if (grant == 0) count_miss(1);
           if (kReport) report = take_report();
+          if (grant == 0) return verdict(false, report, granted_window);
           break;
         }
         continue;

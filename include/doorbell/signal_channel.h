@@ -71,6 +71,13 @@
 //     and a sigaction() by other code that lands in that same window (about
 //     a microsecond) is undone. Code that installs handlers concurrently
 //     with stop() must order itself with it;
+//   - other code that later puts our handler back (a library that saved it
+//     while the channel lived and restores it after stop()) leaves a
+//     handler of ours with no channel behind it. The first signal that no
+//     channel takes then restores the previous disposition (from before the
+//     first channel) and is re-sent to meet it, as if stop() had done it. A
+//     new channel never records our own handler as the "previous" one: it
+//     keeps the disposition from before the first channel;
 //   - masks are never changed by a channel. With signalfd the signals stay
 //     blocked after stop() (the caller blocked them); a signal sent then
 //     stays pending until the caller restores its mask, and then acts as
@@ -142,6 +149,12 @@
 // mechanism restores the previous dispositions in the child at fork (signals
 // blocked around the fork so none slips through), so the child's signals
 // reach neither the parent's fd nor a dead channel (chriskohlhoff/asio#1069).
+// The fork hook holds the channels' lock across fork(), so a fork that races
+// a constructor or stop() on another thread waits until that one has
+// finished changing the disposition, and the child restores every signal
+// whose disposition is ours. So do not fork() from a signal handler that
+// may interrupt a channel's constructor or stop() on its own thread (the
+// hook would wait for a lock that thread holds; _Fork() runs no hooks).
 // A fork while other threads are inside the channel's handler is safe: those
 // threads do not exist in the child, and the child's own channels stop
 // without waiting for them.
@@ -309,7 +322,8 @@ class SignalChannel {
 // mechanism needs. Pass the returned mask to restore_signal_mask() when the
 // threads are gone, to get the original behaviour back (for example: a
 // second SIGINT after shutdown then kills as the default does). Throws
-// std::invalid_argument for a refused signal (see above).
+// std::invalid_argument for a refused signal (see above), std::system_error
+// when pthread_sigmask(3) fails (the mask is then unchanged).
 sigset_t block_signals_before_threads(const std::vector<int>& signals);
 
 // restore_signal_mask(mask), declared in doorbell/signal_receiver.h (shared

@@ -1,4 +1,5 @@
 #include "sys/error.h"
+#include "sys/syscalls.h"
 
 #include <unistd.h>
 
@@ -20,7 +21,7 @@ void write_stderr(const char* message) noexcept {
   const int saved_errno = errno;
   size_t left = std::strlen(message);
   while (left > 0) {
-    ssize_t n = ::write(STDERR_FILENO, message, left);
+    ssize_t n = sys::write(STDERR_FILENO, message, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     message += n;

@@ -2,9 +2,9 @@
 // close(2) on Linux releases the descriptor even when it reports EINTR.
 #pragma once
 
-#include <unistd.h>
-
 #include <utility>
+
+#include "sys/syscalls.h"
 
 namespace doorbell::sys {
 
@@ -26,7 +26,7 @@ class UniqueFd {
   explicit operator bool() const noexcept { return valid(); }
   int release() noexcept { return std::exchange(fd_, -1); }
   void reset(int fd = -1) noexcept {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) sys::close(fd_);
     fd_ = fd;
   }
 

@@ -10,12 +10,14 @@
 #include <sstream>
 
 #include "sys/error.h"
+#include "sys/file.h"
+#include "sys/syscalls.h"
 
 namespace doorbell::sys {
 
 std::vector<pid_t> list_threads(pid_t pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/task";
-  DIR* dir = ::opendir(path.c_str());
+  DIR* dir = sys::opendir(path.c_str());
   if (dir == nullptr) throw_errno("opendir " + path);
   std::vector<pid_t> tids;
   while (const dirent* entry = ::readdir(dir)) {
@@ -51,8 +53,16 @@ sigset_t parse_proc_sigmask(const std::string& hex) {
 }
 
 std::optional<ThreadSignalState> read_thread_signal_state(pid_t pid, pid_t tid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
-  if (!in) return std::nullopt;
+  const std::string path =
+      "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status";
+  std::string text;
+  if (const int rc = read_file(path, text); rc != 0) {
+    // Gone (ENOENT; ESRCH from a read racing the exit): the snapshot's
+    // normal case. Anything else (EMFILE, ENOMEM) is not "gone": an error.
+    if (rc == -ENOENT || rc == -ESRCH) return std::nullopt;
+    throw_errno(-rc, "read " + path);
+  }
+  std::istringstream in(text);
   ThreadSignalState state{};
   sigemptyset(&state.blocked);
   sigemptyset(&state.pending);

@@ -17,7 +17,9 @@ namespace doorbell::sys {
 std::vector<pid_t> list_threads(pid_t pid);
 
 // The masks of one thread from /proc/<pid>/task/<tid>/status (SigBlk, SigPnd,
-// ShdPnd, SigIgn, SigCgt); nullopt when the thread is gone.
+// ShdPnd, SigIgn, SigCgt); nullopt when the thread is gone. Throws
+// std::system_error when the file cannot be read for another reason
+// (EMFILE, ENOMEM): that is not "gone".
 struct ThreadSignalState {
   sigset_t blocked;
   sigset_t pending;         // thread-directed pending (SigPnd)

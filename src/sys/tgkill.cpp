@@ -5,14 +5,19 @@
 
 #include <cerrno>
 
+#include "sys/fault.h"
+
 namespace doorbell::sys {
 
-int tgkill(pid_t tgid, pid_t tid, int signo) noexcept {
+int tgkill(pid_t tgid, pid_t tid, int signo, const std::source_location& where) noexcept {
+  if (const int e = fault::injected(fault::Call::tgkill, where)) return -e;
   if (::syscall(SYS_tgkill, tgid, tid, signo) == 0) return 0;
   return -errno;
 }
 
-int rt_tgsigqueueinfo(pid_t tgid, pid_t tid, int signo, siginfo_t* info) noexcept {
+int rt_tgsigqueueinfo(pid_t tgid, pid_t tid, int signo, siginfo_t* info,
+                      const std::source_location& where) noexcept {
+  if (const int e = fault::injected(fault::Call::rt_tgsigqueueinfo, where)) return -e;
   if (::syscall(SYS_rt_tgsigqueueinfo, tgid, tid, signo, info) == 0) return 0;
   return -errno;
 }

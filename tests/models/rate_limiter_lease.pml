@@ -17,9 +17,9 @@
  * the code (a load, a CAS, a fetch_add, or the claim of newest_), and is
  * commented with the code it models. Local computation between two atomic
  * steps is folded into the step that reads its inputs. Not modelled: the
- * 32-bit wrap of window numbers (no wrap here: W is small; kStaleWindows
- * and kHalfWrap are out of reach; tests/models/rate_limiter_wrap.pml covers
- * the wrap), the miss counters and reports (tests/models/rate_limiter.pml),
+ * 32-bit wrap of window numbers (no wrap here: W is small; kStaleWindows is
+ * out of reach; tests/models/rate_limiter_wrap.pml covers the wrap), the
+ * miss counters and reports (tests/models/rate_limiter.pml),
  * spurious failures of compare_exchange_weak (a retry with the same value:
  * a stutter that no safety property can see), memory ordering (spin is
  * sequentially consistent; the limiter's decisions are relaxed RMWs on one
@@ -44,7 +44,22 @@
  *    stranded because the cell held a newer one).
  *  - no invalid end state: every call finishes (nothing waits).
  *
+ * The first window (issue 25, item 6): -DSTART=s starts the clock at full
+ * window s (a fresh limiter whose first caller's window number is large),
+ * and -DH=h scales kHalfWrap down to h windows: claim_open() also opens when
+ * newest_ is h or more windows behind the caller (in the code: 2^31, the
+ * word's 32-bit window number then only looks newer because it wrapped).
+ * With START >= H the never-opened word meets callers whose window is half
+ * a wrap or more ahead of newest_ (0): exactly the case where an open that
+ * does not claim its window in newest_ lets a stale caller reopen an older
+ * window. Without -DH the rule is out of reach (H = 255).
+ *
  * Known-faulty variants (each must trip its assertion):
+ *  -DOPEN_UNCLAIMED: refill() opens the never-opened word (w == 0) without
+ *   claim_open(), as before issue 25: newest_ stays 0, a caller one window
+ *   stale sees it half a wrap behind and moves the word back, and the
+ *   callers of the newer window reopen it: more than B tokens handed out in
+ *   one window (with -DSTART=2 -DH=2).
  *  -DSTORE_NO_WINDOW_CHECK: the lease store adds its tokens to whatever
  *   the cell holds, without comparing the windows (a refill of an older
  *   window tops up a newer lease, or a newer one an older lease): tokens
@@ -81,6 +96,12 @@
 #ifndef HANDLER
 #define HANDLER 0  /* 1: a signal handler on owner 0 makes one call */
 #endif
+#ifndef START
+#define START 0    /* the clock's first full window (W must be larger) */
+#endif
+#ifndef H
+#define H 255      /* kHalfWrap, scaled: out of reach by default */
+#endif
 #if SHARERS > 0
 #define NCELLS (OWNERS + 1)
 #else
@@ -97,7 +118,7 @@ byte word_c = 0;         /* word_: count; (0, 0) is the never-opened word */
 byte newest = 0;         /* newest_ */
 byte cell_w[NCELLS];     /* Cell::lease: window */
 byte cell_c[NCELLS];     /* Cell::lease: tokens left */
-byte clock = 0;
+byte clock = START;
 bool in_handler = false; /* owner 0 is stopped while its handler runs */
 byte finished = 0;
 /* Ghosts, per full window. */
@@ -214,18 +235,20 @@ inline refill(c) {
        atomic { read_word() };                     /* w = word_.load() */
        do
        :: true ->
-            /* w == 0 || (window_part(w) != window && claim_open(full, w)) */
+            /* (w == 0 || window_part(w) != window) && claim_open(full, w) */
             if
-            :: ww == 0 && wc == 0 -> open = true
+#ifdef OPEN_UNCLAIMED
+            :: ww == 0 && wc == 0 -> open = true   /* the fault: w == 0 opens unclaimed */
+#endif
             :: else ->
                  if
-                 :: ww == e -> open = false
+                 :: ww == e && !(ww == 0 && wc == 0) -> open = false
                  :: else ->
                       nw = newest;                 /* claim_open: newest_.load() (after the fence) */
                       /* full < newest: stale, charged to the word's window; else open iff
-                       * the word's window is older (full - newest >= kHalfWrap needs 2^31
-                       * windows: out of reach here) */
-                      open = (e >= nw && e > ww);
+                       * the word was never opened, its window is older, or newest_ is
+                       * half a wrap behind (H) */
+                      open = (e >= nw && ((ww == 0 && wc == 0) || e > ww || e - nw >= H));
                       if
                       :: open && nw < e ->
                            atomic {                /* newest_ CAS loop: a max */

@@ -35,6 +35,14 @@
  * move forward" assertion, and with -DNO_FORWARD_ASSERT the exactness
  * assertion (2 admitted in one window of burst 1).
  *
+ * The first window (issue 25, item 6): the code's fast test takes the
+ * never-opened word (0, 0) for the caller's window when the caller's window
+ * number is 0 modulo M (here: full window 4 = M). Such a caller must open it
+ * through the rule above (claiming newest) like any other. -DZERO_WORD_UNCLAIMED
+ * is the code before the fix: it counted on the zero word without raising
+ * newest, so a caller one window stale saw newest half a wrap behind and
+ * moved the word back; spin must find it ("windows only move forward").
+ *
  * Ghosts: word_full is the full window the word stands for; admitted[] is
  * indexed by full window.
  */
@@ -92,7 +100,11 @@ active [NP] proctype Caller() {
        }
 decide:
        if
+#ifdef ZERO_WORD_UNCLAIMED
        :: lw == e -> open = false
+#else
+       :: lw == e && !(lw == 0 && lc == 0) -> open = false
+#endif
        :: else ->
 #ifdef OLD_RULE
             open = (lw == 0 && lc == 0) || ((lw + M - e) % M > S)
@@ -151,6 +163,10 @@ decide:
             :: lc >= B -> deny(lf)
             :: else ->
                  atomic {                          /* fetch_add(1) */
+                   if                              /* counting on the zero word: window ef */
+                   :: word_count == 0 && word_full == 0 && word_window == 0 -> word_full = ef
+                   :: else -> skip
+                   fi;
                    ofull = word_full;
                    oc = word_count;
                    word_count++;

@@ -1,0 +1,422 @@
+// The injector behind the seam (fault.h). Everything the seam calls while
+// armed is async-signal-safe: atomics, raw getpid(2) and nanosleep(2).
+#include "sys/fault.h"
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace doorbell::sys::fault {
+
+std::atomic<bool> g_armed{false};
+constinit thread_local uint64_t t_impossible = 0;
+
+namespace {
+
+constexpr int kNoPlan = -1;
+
+std::atomic<long> g_pid{0};  // the arming process
+std::atomic<uint32_t> g_counts[kCalls];
+std::atomic<int> g_fail_call{kNoPlan};
+std::atomic<uint32_t> g_fail_nth{0};
+std::atomic<int> g_fail_error{0};
+// The injection record. Written by the one call that fires (its count is
+// the unique nth), read by the test after disarm().
+std::atomic<bool> g_fired{false};
+std::atomic<int> g_report_fd{-1};
+std::atomic<const char*> g_fired_file{nullptr};
+std::atomic<unsigned> g_fired_line{0};
+std::atomic<int64_t> g_fired_timeout_ns{-1};
+std::atomic<int64_t> g_slept_ns{0};
+std::atomic<bool> g_retried{false};
+std::atomic<int64_t> g_retry_timeout_ns{-1};
+std::atomic<bool> g_declared{false};
+
+struct SiteSlot {
+  std::atomic<const char*> file{nullptr};
+  std::atomic<unsigned> line{0};
+  std::atomic<int> call{0};
+};
+SiteSlot g_sites[kMaxSites];
+std::atomic<std::size_t> g_site_count{0};
+
+bool in_arming_process() noexcept {
+  return ::syscall(SYS_getpid) == g_pid.load(std::memory_order_relaxed);
+}
+
+// Lock-free insert of a (file, line) site: claim a slot by CAS of its file
+// pointer on an empty slot after a linear scan. Sites are few (a few
+// hundred in the library); a full table just stops recording.
+void record_site(Call call, const std::source_location& where) noexcept {
+  const char* file = where.file_name();
+  const unsigned line = where.line();
+  for (SiteSlot& slot : g_sites) {
+    const char* seen = slot.file.load(std::memory_order_acquire);
+    if (seen == nullptr) {
+      if (slot.file.compare_exchange_strong(seen, file, std::memory_order_acq_rel)) {
+        slot.line.store(line, std::memory_order_release);
+        slot.call.store(static_cast<int>(call), std::memory_order_release);
+        g_site_count.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    // Same file pointer and line: seen already (a slot just claimed by
+    // another thread may show line 0 for a moment: then it is recorded
+    // twice at worst, which only inflates a statistic).
+    if (seen == file && slot.line.load(std::memory_order_acquire) == line) return;
+  }
+}
+
+// Formats without snprintf (async-signal-safe).
+void append(char*& out, const char* end, const char* text) noexcept {
+  while (*text != '\0' && out < end) *out++ = *text++;
+}
+void append_number(char*& out, const char* end, unsigned long value) noexcept {
+  char digits[24];
+  int n = 0;
+  do digits[n++] = static_cast<char>('0' + value % 10);
+  while ((value /= 10) != 0 && n < 24);
+  while (n > 0 && out < end) *out++ = digits[--n];
+}
+void report(int fd, Call call, uint32_t nth, int error, bool declared,
+            const std::source_location& where) noexcept {
+  char line[512];
+  char* out = line;
+  const char* end = line + sizeof line - 1;
+  append(out, end, "doorbell-fault: ");
+  append(out, end, call_name(call));
+  append(out, end, " #");
+  append_number(out, end, nth);
+  append(out, end, " errno ");
+  append_number(out, end, static_cast<unsigned long>(error));
+  append(out, end, " at ");
+  const char* file = where.file_name();
+  for (const char* p = file; *p != '\0'; ++p)
+    if (*p == '/') file = p + 1;
+  append(out, end, file);
+  append(out, end, ":");
+  append_number(out, end, where.line());
+  if (declared) append(out, end, " (declared impossible)");
+  *out++ = '\n';
+  const int saved_errno = errno;
+  ::write(fd, line, static_cast<size_t>(out - line));
+  errno = saved_errno;
+}
+
+bool same_site(const std::source_location& where) noexcept {
+  return g_fired_file.load(std::memory_order_relaxed) == where.file_name() &&
+         g_fired_line.load(std::memory_order_relaxed) == where.line();
+}
+
+int decide(Call call, int64_t timeout_ns, const std::source_location& where, bool timed) noexcept {
+  if (!in_arming_process()) return 0;
+  record_site(call, where);
+  const uint32_t nth =
+      g_counts[static_cast<std::size_t>(call)].fetch_add(1, std::memory_order_relaxed) + 1;
+  if (g_fired.load(std::memory_order_acquire)) {
+    // The call after the injected one, from the same site: a retry.
+    if (timed && same_site(where) && !g_retried.exchange(true, std::memory_order_acq_rel))
+      g_retry_timeout_ns.store(timeout_ns, std::memory_order_relaxed);
+    return 0;
+  }
+  if (g_fail_call.load(std::memory_order_relaxed) != static_cast<int>(call) ||
+      g_fail_nth.load(std::memory_order_relaxed) != nth)
+    return 0;
+  const int error = g_fail_error.load(std::memory_order_relaxed);
+  int64_t slept = 0;
+  if (timed && error == EINTR && timeout_ns != 0) {
+    // A signal in the middle of the wait: half the timeout, at most 20 ms.
+    constexpr int64_t kMaxSleepNs = 20'000'000;
+    slept = timeout_ns < 0 ? kMaxSleepNs : timeout_ns / 2;
+    if (slept > kMaxSleepNs) slept = kMaxSleepNs;
+    timespec pause{static_cast<time_t>(slept / 1'000'000'000),
+                   static_cast<long>(slept % 1'000'000'000)};
+    const int saved_errno = errno;
+    while (::syscall(SYS_nanosleep, &pause, &pause) != 0 && errno == EINTR) {
+    }
+    errno = saved_errno;
+  }
+  const bool declared = error < 64 && ((t_impossible >> error) & 1) != 0;
+  g_fired_file.store(where.file_name(), std::memory_order_relaxed);
+  g_fired_line.store(where.line(), std::memory_order_relaxed);
+  g_declared.store(declared, std::memory_order_relaxed);
+  if (const int fd = g_report_fd.load(std::memory_order_relaxed); fd >= 0)
+    report(fd, call, nth, error, declared, where);
+  g_fired_timeout_ns.store(timeout_ns, std::memory_order_relaxed);
+  g_slept_ns.store(slept, std::memory_order_relaxed);
+  g_fired.store(true, std::memory_order_release);
+  return error;
+}
+
+void arm(int call, uint32_t nth, int error) noexcept {
+  g_armed.store(false, std::memory_order_relaxed);
+  for (auto& count : g_counts) count.store(0, std::memory_order_relaxed);
+  for (SiteSlot& slot : g_sites) {
+    slot.file.store(nullptr, std::memory_order_relaxed);
+    slot.line.store(0, std::memory_order_relaxed);
+  }
+  g_site_count.store(0, std::memory_order_relaxed);
+  g_fired.store(false, std::memory_order_relaxed);
+  g_fired_file.store(nullptr, std::memory_order_relaxed);
+  g_fired_line.store(0, std::memory_order_relaxed);
+  g_fired_timeout_ns.store(-1, std::memory_order_relaxed);
+  g_slept_ns.store(0, std::memory_order_relaxed);
+  g_retried.store(false, std::memory_order_relaxed);
+  g_retry_timeout_ns.store(-1, std::memory_order_relaxed);
+  g_declared.store(false, std::memory_order_relaxed);
+  g_fail_call.store(call, std::memory_order_relaxed);
+  g_fail_nth.store(nth, std::memory_order_relaxed);
+  g_fail_error.store(error, std::memory_order_relaxed);
+  g_pid.store(::syscall(SYS_getpid), std::memory_order_relaxed);
+  // seq_cst: the plan above is visible to every thread that sees the flag
+  // (threads the operation starts later see it anyway).
+  g_armed.store(true, std::memory_order_seq_cst);
+}
+
+}  // namespace
+
+int check(Call call, const std::source_location& where) noexcept {
+  return decide(call, 0, where, false);
+}
+
+int check_timed(Call call, int64_t timeout_ns, const std::source_location& where) noexcept {
+  return decide(call, timeout_ns, where, true);
+}
+
+void count_calls() noexcept {
+  arm(kNoPlan, 0, 0);
+}
+
+void fail_nth_call(Call call, uint32_t nth, int error) noexcept {
+  arm(static_cast<int>(call), nth, error);
+}
+
+void disarm() noexcept {
+  g_armed.store(false, std::memory_order_seq_cst);
+}
+
+void set_report_fd(int fd) noexcept {
+  g_report_fd.store(fd, std::memory_order_relaxed);
+}
+
+uint32_t calls(Call call) noexcept {
+  return g_counts[static_cast<std::size_t>(call)].load(std::memory_order_relaxed);
+}
+
+Injection injection() noexcept {
+  Injection result;
+  result.fired = g_fired.load(std::memory_order_acquire);
+  const int call = g_fail_call.load(std::memory_order_relaxed);
+  result.call = call == kNoPlan ? Call::count_ : static_cast<Call>(call);
+  result.nth = g_fail_nth.load(std::memory_order_relaxed);
+  result.error = g_fail_error.load(std::memory_order_relaxed);
+  result.file = g_fired_file.load(std::memory_order_relaxed);
+  result.line = g_fired_line.load(std::memory_order_relaxed);
+  result.timeout_ns = g_fired_timeout_ns.load(std::memory_order_relaxed);
+  result.slept_ns = g_slept_ns.load(std::memory_order_relaxed);
+  result.retried = g_retried.load(std::memory_order_relaxed);
+  result.retry_timeout_ns = g_retry_timeout_ns.load(std::memory_order_relaxed);
+  result.declared_impossible = g_declared.load(std::memory_order_relaxed);
+  return result;
+}
+
+std::size_t sites(Site* out, std::size_t capacity) noexcept {
+  std::size_t n = 0;
+  for (const SiteSlot& slot : g_sites) {
+    const char* file = slot.file.load(std::memory_order_acquire);
+    if (file == nullptr) continue;
+    if (n < capacity)
+      out[n] = Site{file, slot.line.load(std::memory_order_acquire),
+                    static_cast<Call>(slot.call.load(std::memory_order_acquire))};
+    ++n;
+  }
+  return n < capacity ? n : capacity;
+}
+
+const char* call_name(Call call) noexcept {
+  switch (call) {
+#define DOORBELL_CALL_NAME(x) \
+  case Call::x:               \
+    return #x;
+    DOORBELL_CALL_NAME(open)
+    DOORBELL_CALL_NAME(close)
+    DOORBELL_CALL_NAME(read)
+    DOORBELL_CALL_NAME(write)
+    DOORBELL_CALL_NAME(file_read)
+    DOORBELL_CALL_NAME(eventfd_read)
+    DOORBELL_CALL_NAME(eventfd_write)
+    DOORBELL_CALL_NAME(timerfd_read)
+    DOORBELL_CALL_NAME(pread)
+    DOORBELL_CALL_NAME(pwrite)
+    DOORBELL_CALL_NAME(poll)
+    DOORBELL_CALL_NAME(ppoll)
+    DOORBELL_CALL_NAME(epoll_create1)
+    DOORBELL_CALL_NAME(epoll_ctl)
+    DOORBELL_CALL_NAME(epoll_wait)
+    DOORBELL_CALL_NAME(eventfd)
+    DOORBELL_CALL_NAME(timerfd_create)
+    DOORBELL_CALL_NAME(timerfd_settime)
+    DOORBELL_CALL_NAME(signalfd)
+    DOORBELL_CALL_NAME(signalfd_mask)
+    DOORBELL_CALL_NAME(sigaction)
+    DOORBELL_CALL_NAME(sigprocmask)
+    DOORBELL_CALL_NAME(futex_wait)
+    DOORBELL_CALL_NAME(futex_wake)
+    DOORBELL_CALL_NAME(kill)
+    DOORBELL_CALL_NAME(tgkill)
+    DOORBELL_CALL_NAME(rt_tgsigqueueinfo)
+    DOORBELL_CALL_NAME(pidfd_open)
+    DOORBELL_CALL_NAME(pidfd_send_signal)
+    DOORBELL_CALL_NAME(waitid)
+    DOORBELL_CALL_NAME(waitpid)
+    DOORBELL_CALL_NAME(fork)
+    DOORBELL_CALL_NAME(pipe2)
+    DOORBELL_CALL_NAME(socketpair)
+    DOORBELL_CALL_NAME(send)
+    DOORBELL_CALL_NAME(sendmsg)
+    DOORBELL_CALL_NAME(recvmsg)
+    DOORBELL_CALL_NAME(mkdir)
+    DOORBELL_CALL_NAME(rmdir)
+    DOORBELL_CALL_NAME(access)
+    DOORBELL_CALL_NAME(stat)
+    DOORBELL_CALL_NAME(opendir)
+    DOORBELL_CALL_NAME(dup)
+    DOORBELL_CALL_NAME(prctl)
+    DOORBELL_CALL_NAME(setpgid)
+    DOORBELL_CALL_NAME(setsid)
+    DOORBELL_CALL_NAME(sched_setscheduler)
+    DOORBELL_CALL_NAME(sched_getscheduler)
+    DOORBELL_CALL_NAME(sched_setaffinity)
+    DOORBELL_CALL_NAME(sched_setparam)
+    DOORBELL_CALL_NAME(setpriority)
+    DOORBELL_CALL_NAME(getrlimit)
+    DOORBELL_CALL_NAME(posix_spawn)
+    DOORBELL_CALL_NAME(sigwaitinfo)
+    DOORBELL_CALL_NAME(sigtimedwait)
+    DOORBELL_CALL_NAME(nanosleep)
+    DOORBELL_CALL_NAME(clock_getcpuclockid)
+    DOORBELL_CALL_NAME(thread_create)
+    DOORBELL_CALL_NAME(close_range)
+    DOORBELL_CALL_NAME(execve)
+#undef DOORBELL_CALL_NAME
+    case Call::count_:
+      break;
+  }
+  return "?";
+}
+
+bool kernel_can_return(Call call, int error) noexcept {
+  // From the manual pages, narrowed to how the library makes the call (a
+  // non-blocking eventfd read can say EAGAIN, a poll of one descriptor
+  // cannot run out of memory: the kernel uses its stack for small sets).
+  // Reads and writes of /proc and cgroupfs files (seq_file) may fail with
+  // ENOMEM; writes of cgroup.procs with EPERM and ESRCH.
+  switch (call) {
+    case Call::open:
+    case Call::opendir:
+      // /proc, cgroupfs and /dev/null: no FIFO or device that would make
+      // open() wait (EINTR), no lease (EAGAIN).
+      return error == ENOMEM || error == EMFILE || error == EPERM;
+    case Call::close:
+      return error == EINTR;
+    case Call::read:
+      // Pipes, sockets, signalfds.
+      return error == EINTR || error == EAGAIN;
+    case Call::file_read:
+    case Call::pread:
+      // /proc and cgroupfs files (seq_file: an allocation may fail).
+      return error == EINTR || error == EAGAIN || error == ENOMEM;
+    case Call::eventfd_read:
+    case Call::timerfd_read:
+      // Non-blocking: EAGAIN when nothing is there; nothing else but EINVAL
+      // (a short buffer) and EBADF.
+      return error == EAGAIN;
+    case Call::eventfd_write:
+      // Non-blocking: EAGAIN only when the counter would pass 2^64 - 2,
+      // which the library's writers never reach (EventNotifier writes once
+      // per arm; request_stop() takes EAGAIN as "already requested").
+      return false;
+    case Call::write:
+    case Call::pwrite:
+      return error == EINTR || error == EAGAIN || error == ENOMEM || error == EPERM ||
+             error == ESRCH;
+    case Call::poll:
+    case Call::ppoll:
+      return error == EINTR;
+    case Call::signalfd_mask:
+      // signalfd() on an existing descriptor changes its mask: EINVAL or
+      // EBADF only.
+      return false;
+    case Call::epoll_create1:
+    case Call::eventfd:
+    case Call::timerfd_create:
+    case Call::signalfd:
+    case Call::pipe2:
+    case Call::socketpair:
+      return error == EMFILE || error == ENOMEM;
+    case Call::epoll_ctl:
+      return error == ENOMEM || error == EPERM;
+    case Call::epoll_wait:
+    case Call::waitid:
+    case Call::waitpid:
+    case Call::sigwaitinfo:
+    case Call::nanosleep:
+      return error == EINTR;
+    case Call::timerfd_settime:
+    case Call::sigaction:
+    case Call::sigprocmask:
+    case Call::futex_wake:
+    case Call::getrlimit:
+    case Call::close_range:
+      return false;
+    case Call::futex_wait:
+      return error == EINTR || error == EAGAIN;
+    case Call::kill:
+    case Call::setpgid:
+    case Call::sched_setscheduler:
+    case Call::sched_setaffinity:
+    case Call::sched_setparam:
+    case Call::setpriority:
+    case Call::clock_getcpuclockid:
+      return error == EPERM || error == ESRCH;
+    case Call::tgkill:
+    case Call::rt_tgsigqueueinfo:
+    case Call::pidfd_send_signal:
+      return error == EPERM || error == ESRCH || error == EAGAIN;
+    case Call::pidfd_open:
+      return error == EMFILE || error == ENOMEM || error == ESRCH;
+    case Call::fork:
+    case Call::thread_create:
+      return error == EAGAIN || error == ENOMEM;
+    case Call::send:
+    case Call::sendmsg:
+    case Call::recvmsg:
+      return error == EINTR || error == EAGAIN || error == ENOMEM;
+    case Call::mkdir:
+    case Call::rmdir:
+      return error == ENOMEM || error == EPERM;
+    case Call::access:
+    case Call::stat:
+      return error == ENOMEM;
+    case Call::dup:
+      // fcntl(F_DUPFD_CLOEXEC) and dup2(): EMFILE (dup2 of an fd in the
+      // middle of an open() elsewhere: EBUSY, not ours).
+      return error == EMFILE;
+    case Call::prctl:
+    case Call::setsid:
+      return error == EPERM;
+    case Call::sched_getscheduler:
+      return error == ESRCH;
+    case Call::posix_spawn:
+      return error == EAGAIN || error == ENOMEM || error == EMFILE || error == EPERM;
+    case Call::sigtimedwait:
+      return error == EINTR || error == EAGAIN;
+    case Call::execve:
+      return error == ENOMEM || error == EPERM || error == EAGAIN;
+    case Call::count_:
+      break;
+  }
+  return false;
+}
+
+}  // namespace doorbell::sys::fault
