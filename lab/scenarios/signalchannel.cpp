@@ -88,7 +88,11 @@ struct Sink {
   std::atomic<uint64_t> merged{0};     // instances the method reported merged
   std::atomic<uint32_t> acked{0};      // futex word for the ping-pong
   std::atomic<bool> rescued{false};    // the sender's wait was ended by its Rescuer
-  uint64_t burst_base = 0;             // rt row: instance number of this burst's first
+  // Signals the channel took from the kernel when it stopped (signalfd:
+  // SignalChannel::stop() moves what the kernel holds into the channel),
+  // never handed to user code: pending at stop, like those still in the kernel.
+  std::atomic<uint64_t> taken_at_stop{0};
+  uint64_t burst_base = 0;  // rt row: instance number of this burst's first
 
   // value: the instance number for real-time signals (si_value), where the
   // method exposes it; else -1 and arrival order stands in (same signal
@@ -169,6 +173,12 @@ class Receiver {
   virtual std::optional<uint64_t> caught() const { return std::nullopt; }
 };
 
+// What stop() took from the kernel and the receiver never dispatched.
+void count_taken_at_stop(SignalChannel& channel, Sink& sink) {
+  channel.dispatch(
+      [&sink](const SignalEvent&) { sink.taken_at_stop.fetch_add(1, std::memory_order_relaxed); });
+}
+
 class ChannelReceiver final : public Receiver {
  public:
   ChannelReceiver(int signo, SignalMechanism mechanism, Sink& sink) : sink_(sink) {
@@ -187,6 +197,7 @@ class ChannelReceiver final : public Receiver {
   ~ChannelReceiver() override {
     loop_.remove(channel_->fd());
     channel_->stop();
+    count_taken_at_stop(*channel_, sink_);
   }
 
  private:
@@ -215,7 +226,10 @@ class SpinningChannelReceiver final : public Receiver {
     }
   }
   void stop() override { stopping_.store(true, std::memory_order_release); }
-  ~SpinningChannelReceiver() override { channel_->stop(); }
+  ~SpinningChannelReceiver() override {
+    channel_->stop();
+    count_taken_at_stop(*channel_, sink_);
+  }
 
  private:
   Sink& sink_;
@@ -581,7 +595,7 @@ void run_throughput(Context& ctx, Method method) {
     sigemptyset(&set);
     sigaddset(&set, signo);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);  // the guard restores the mask
-    pending_at_stop = drain_pending(signo);
+    pending_at_stop = drain_pending(signo) + static_cast<long>(sink.taken_at_stop.load());
   }
   std::optional<KernelMergeTrace::Counts> kernel;
   if (trace) kernel = trace->stop();
