@@ -29,7 +29,9 @@ void expect_clean_end(const std::vector<std::string>& args, const std::string& f
   const auto r = run_doorbell(args, {.timeout = std::chrono::seconds(60)});
   ASSERT_FALSE(r.timed_out) << "hung on " << file;
   ASSERT_TRUE(r.status.exited()) << r.describe();
-  if (r.exit_code() != 0) EXPECT_FALSE(r.err.empty()) << "a failure without a message";
+  if (r.exit_code() != 0) {
+    EXPECT_FALSE(r.err.empty()) << "a failure without a message";
+  }
 }
 
 TEST(FuzzCliReplay, PartitionCheckEndsCleanlyOnEveryScheduleInput) {

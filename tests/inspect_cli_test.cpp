@@ -345,12 +345,14 @@ TEST(InspectCli, ShortLivedThreadsAreNotBusyAndTheVerdictIsStable) {
       EXPECT_FALSE(t["busy"].get<bool>()) << "run " << run << ": " << t.dump() << " is short-lived";
     const auto usr1 = signal_entry(report, SIGUSR1);
     const double share = report["short_lived_threads"]["cpu_share"];
-    if (share >= 0.6)
+    if (share >= 0.6) {
       EXPECT_EQ(usr1["verdict"], "at_risk")
           << "run " << run << ", " << share << ": " << usr1.dump();
-    if (share >= 0 && share < 0.4)
+    }
+    if (share >= 0 && share < 0.4) {
       EXPECT_EQ(usr1["verdict"], "fair_share")
           << "run " << run << ", " << share << ": " << usr1.dump();
+    }
     const std::string reason = usr1["reason"];
     for (std::size_t at = reason.find('%'); at != std::string::npos;
          at = reason.find('%', at + 1)) {
