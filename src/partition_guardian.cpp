@@ -342,17 +342,13 @@ Guardian::~Guardian() {
   finish();
 }
 
-void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group) {
-  if (partitions_ >= partition::kMaxPartitions)
-    throw std::system_error(ENOSPC, std::generic_category(),
-                            "the partition guardian holds " +
-                                std::to_string(partition::kMaxPartitions) + " partitions at most");
-  Message message{};
-  message.kind = kPartition;
-  message.flag = kill_on_exit ? 1 : 0;
-  message.group = process_group;
+namespace {
+
+// One record with a descriptor beside it (SCM_RIGHTS): the guardian gets its
+// own copy of `fd`. Throws std::system_error naming `what`.
+void send_with_descriptor(int socket_fd, const Message& message, int fd, const char* what) {
   char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{&message, sizeof message};
+  iovec iov{const_cast<Message*>(&message), sizeof message};
   msghdr header{};
   header.msg_iov = &iov;
   header.msg_iovlen = 1;
@@ -362,10 +358,24 @@ void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &pidfd, sizeof pidfd);
-  while (sys::sendmsg(socket_.get(), &header, MSG_NOSIGNAL) < 0) {
-    if (errno != EINTR) sys::throw_errno("hand a partition to the guardian");
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  while (sys::sendmsg(socket_fd, &header, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) sys::throw_errno(what);
   }
+}
+
+}  // namespace
+
+void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group) {
+  if (partitions_ >= partition::kMaxPartitions)
+    throw std::system_error(ENOSPC, std::generic_category(),
+                            "the partition guardian holds " +
+                                std::to_string(partition::kMaxPartitions) + " partitions at most");
+  Message message{};
+  message.kind = kPartition;
+  message.flag = kill_on_exit ? 1 : 0;
+  message.group = process_group;
+  send_with_descriptor(socket_.get(), message, pidfd, "hand a partition to the guardian");
   ++partitions_;
 }
 
@@ -392,21 +402,7 @@ void Guardian::watch_directory(int dir_fd, const std::string& name) {
   if (name.empty() || name.size() >= static_cast<size_t>(kPathMax))
     throw std::system_error(ENAMETOOLONG, std::generic_category(), "directory " + name);
   std::memcpy(message.path, name.c_str(), name.size() + 1);
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{&message, sizeof message};
-  msghdr header{};
-  header.msg_iov = &iov;
-  header.msg_iovlen = 1;
-  header.msg_control = control;
-  header.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&header);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &dir_fd, sizeof dir_fd);
-  while (sys::sendmsg(socket_.get(), &header, MSG_NOSIGNAL) < 0) {
-    if (errno != EINTR) sys::throw_errno("hand a directory to the guardian");
-  }
+  send_with_descriptor(socket_.get(), message, dir_fd, "hand a directory to the guardian");
 }
 
 int Guardian::finish() noexcept {
