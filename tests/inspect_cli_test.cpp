@@ -288,8 +288,12 @@ TEST(InspectCli, ProcessExitingDuringWatchKeepsTheSamples) {
         false);
     ASSERT_EQ(target.ready(), 'R');
     const pid_t pid = target.pid();
+    // Ends the target well after the watch began: inspect's own start (the
+    // 200 ms window, loading the BPF programs) took 1.1-1.3 s in the
+    // asan-ubsan build at a load of 3, and a target gone before the first
+    // sample leaves nothing to keep.
     std::thread killer([&target] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      std::this_thread::sleep_for(std::chrono::milliseconds(4000));
       target.end();
     });
     std::vector<std::string> args{"inspect", std::to_string(pid), "--watch", "30"};
