@@ -225,7 +225,11 @@ void every_signal_has_its_events(const char* source, TraceSource expected) {
   Target target(signo);
   ASSERT_TRUE(target.wait_ready()) << "the target did not start";
   const std::vector<pid_t> tids = sys::list_threads(target.pid());
+#if defined(__SANITIZE_THREAD__)
+  ASSERT_GE(tids.size(), 2u);  // ThreadSanitizer adds a thread of its own
+#else
   ASSERT_EQ(tids.size(), 2u);
+#endif
   force_source(source);
   std::string why_not;
   std::unique_ptr<SignalTrace> trace = SignalTrace::start(target.pid(), why_not);
@@ -242,7 +246,8 @@ void every_signal_has_its_events(const char* source, TraceSource expected) {
   const pid_t main_tid = target.pid();
   std::vector<const TraceEvent*> generates, delivers;
   for (const TraceEvent& e : events) {
-    EXPECT_TRUE(e.tid == tids[0] || e.tid == tids[1]) << "an event of thread " << e.tid;
+    EXPECT_NE(std::find(tids.begin(), tids.end(), e.tid), tids.end())
+        << "an event of thread " << e.tid;
     if (e.kind == EventKind::generate && e.sig == signo) generates.push_back(&e);
     if (e.kind == EventKind::deliver && e.sig == signo) delivers.push_back(&e);
   }
