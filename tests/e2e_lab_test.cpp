@@ -1,13 +1,28 @@
 // The e2e lab group through the CLI, as a user runs it: every signal is
 // accounted for, the broadcast reaches every thread, and nothing is left
-// behind (no target process, no tracefs instance).
+// behind (no target process, no tracefs instance). And the sources of its
+// kernel events (lab/scenarios/e2e_trace.h): each one forced through
+// DOORBELL_E2E_TRACE gives the traced split; where tracefs is unavailable
+// the BPF source takes over; where neither can run, one line says why.
 #include <dirent.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstddef>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -125,6 +140,213 @@ TEST(E2eLab, EverySignalAccountedForAndNothingLeftBehind) {
                                  "/instances/doorbell-e2e-" + std::to_string(r.pid);
     EXPECT_NE(stat(instance.c_str(), &st), 0) << instance << " left behind";
   }
+}
+
+// ---------------------------------------------------------------- sources
+
+constexpr const char* kRow = "e2e/signal:threads=2,policy=stock,main=busy";
+
+#define SKIP_UNLESS_ROOT()                                             \
+  if (geteuid() != 0) {                                                \
+    GTEST_SKIP() << "the e2e lab's kernel events need root; not root"; \
+  }                                                                    \
+  static_assert(true)
+
+// This test's environment with DOORBELL_E2E_TRACE set to `source` (or
+// removed when empty).
+std::vector<std::string> environment_with_source(const std::string& source) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string(*e).rfind("DOORBELL_E2E_TRACE=", 0) != 0) out.emplace_back(*e);
+  if (!source.empty()) out.push_back("DOORBELL_E2E_TRACE=" + source);
+  return out;
+}
+
+std::vector<std::string> row_arguments(const std::string& json_path) {
+  return {"bench",    "--quick", "--repeat", "1",      "--no-progress",
+          "--filter", kRow,      "--json",   json_path};
+}
+
+// A results file of this test, removed when the test ends.
+struct ResultsFile {
+  explicit ResultsFile(const char* what)
+      : path(testing::TempDir() + "/e2e_" + what + "_" + std::to_string(getpid()) + ".json") {}
+  ~ResultsFile() { std::remove(path.c_str()); }
+  const std::string path;
+};
+
+std::string all_notes(const nlohmann::json& scenario) {
+  std::string text;
+  for (const auto& note : scenario["notes"]) text += note.get<std::string>() + "\n";
+  return text;
+}
+
+// The row's note that starts with `prefix`, or empty.
+std::string note_starting(const nlohmann::json& scenario, const std::string& prefix) {
+  for (const auto& note : scenario["notes"])
+    if (note.get<std::string>().rfind(prefix, 0) == 0) return note.get<std::string>();
+  return {};
+}
+
+// The one row of a bench run's JSON, with the traced split from `source`
+// ("tracefs" or "BPF"): every handled signal has its recv, no event lost,
+// none unpaired (a stock row: every handling has its signal_deliver).
+void expect_traced_split(const std::string& json_path, const std::string& source) {
+  const auto j = nlohmann::json::parse(slurp(json_path), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json_path;
+  ASSERT_EQ(j["scenarios"].size(), 1u);
+  const auto& s = j["scenarios"][0];
+  ASSERT_EQ(s["status"], "ok") << s["reason"];
+  const std::string note = note_starting(s, "kernel events from " + source);
+  EXPECT_FALSE(note.empty()) << "no note naming the source " << source << ": " << all_notes(s);
+  EXPECT_EQ(note.find('\n'), std::string::npos);
+  const double handled = total(s, "handled");
+  EXPECT_GT(handled, 0);
+  ASSERT_TRUE(s["metrics"].contains("recv")) << all_notes(s);
+  EXPECT_EQ(s["metrics"]["recv"]["count"].get<double>(), handled);
+  ASSERT_TRUE(s["counters"].contains("trace_lost"));
+  EXPECT_EQ(total(s, "trace_lost"), 0);
+  EXPECT_EQ(total(s, "trace_unpaired"), 0);
+}
+
+TEST(E2eLab, BpfSourceForcedGivesTheTracedSplit) {
+  SKIP_UNLESS_ROOT();
+  const ResultsFile results("bpf");
+  const std::string& json_path = results.path;
+  const doorbell::test::RunResult r = doorbell::test::run_doorbell(
+      row_arguments(json_path),
+      {.timeout = std::chrono::seconds(240), .environment = environment_with_source("bpf")});
+  ASSERT_EQ(r.exit_code(), 0) << r.describe();
+  expect_traced_split(json_path, "BPF");
+  const auto j = nlohmann::json::parse(slurp(json_path));
+  EXPECT_NE(all_notes(j["scenarios"][0]).find("DOORBELL_E2E_TRACE=bpf"), std::string::npos);
+}
+
+TEST(E2eLab, TracefsSourceForcedGivesTheTracedSplit) {
+  SKIP_UNLESS_ROOT();
+  const ResultsFile results("tracefs");
+  const std::string& json_path = results.path;
+  const doorbell::test::RunResult r = doorbell::test::run_doorbell(
+      row_arguments(json_path),
+      {.timeout = std::chrono::seconds(240), .environment = environment_with_source("tracefs")});
+  ASSERT_EQ(r.exit_code(), 0) << r.describe();
+  expect_traced_split(json_path, "tracefs");
+}
+
+TEST(E2eLab, UnknownTraceSourceFailsTheRowNamingTheVariable) {
+  const ResultsFile results("unknown");
+  const std::string& json_path = results.path;
+  const doorbell::test::RunResult r = doorbell::test::run_doorbell(
+      row_arguments(json_path),
+      {.timeout = std::chrono::seconds(240), .environment = environment_with_source("perf")});
+  EXPECT_NE(r.exit_code(), 0) << r.describe();
+  EXPECT_NE(r.err.find("DOORBELL_E2E_TRACE=perf"), std::string::npos) << r.err;
+}
+
+// Runs the row in a forked child whose mount namespace has no tracefs (the
+// system's mounts are untouched) and where a seccomp filter fails mount(2)
+// (so tracefs cannot be mounted privately either) and, with `refuse_bpf`,
+// bpf(2), each with EPERM; the CLI inherits both. Returns the CLI's exit
+// code and stderr, as JSON; the child is killed after 240 s.
+nlohmann::json run_row_without_tracefs(const std::string& json_path, bool refuse_bpf) {
+  int result[2];
+  if (::pipe2(result, O_CLOEXEC) != 0) return {{"error", "pipe"}};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(result[0]);
+    if (::unshare(CLONE_NEWNS) != 0) ::_exit(30);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(31);
+    for (int i = 0; i < 16; ++i) {
+      const auto mounted = doorbell::sys::tracefs::find_mount();
+      if (!mounted) break;
+      if (::umount2(mounted->c_str(), MNT_DETACH) != 0) ::_exit(32);
+    }
+    if (doorbell::sys::tracefs::find_mount()) ::_exit(33);
+    const unsigned bpf_number = refuse_bpf ? __NR_bpf : ~0u;
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mount, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, bpf_number, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(34);
+    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0) ::_exit(35);
+    if (::mount("nodev", "/tmp", "tracefs", 0, nullptr) != -1 || errno != EPERM) ::_exit(36);
+    const doorbell::test::RunResult r = doorbell::test::run_doorbell(
+        row_arguments(json_path),
+        {.timeout = std::chrono::seconds(200), .environment = environment_with_source("")});
+    const std::string text =
+        nlohmann::json{{"code", r.exit_code()}, {"describe", r.describe()}, {"err", r.err}}.dump();
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(result[1], text.data() + done, text.size() - done);
+      if (n <= 0) ::_exit(37);
+      done += static_cast<std::size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(result[1]);
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (pid > 0 && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{result[0], POLLIN, 0};
+    if (::poll(&p, 1, 100) != 1) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(result[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(result[0]);
+  int status = 0;
+  if (pid > 0 && ::waitpid(pid, &status, WNOHANG) != pid) {
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return {{"error", "the restricted child failed (status " + std::to_string(status) + ")"}};
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return {{"error", "unreadable: " + text}};
+  return j;
+}
+
+TEST(E2eLab, BpfSourceTakesOverWhereTracefsIsUnavailable) {
+  SKIP_UNLESS_ROOT();
+  const ResultsFile results("no_tracefs");
+  const std::string& json_path = results.path;
+  const nlohmann::json r = run_row_without_tracefs(json_path, false);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  ASSERT_EQ(r["code"], 0) << r["describe"];
+  expect_traced_split(json_path, "BPF");
+  const auto j = nlohmann::json::parse(slurp(json_path));
+  const std::string note = note_starting(j["scenarios"][0], "kernel events from BPF");
+  EXPECT_NE(note.find("tracefs is unavailable ("), std::string::npos) << note;
+  EXPECT_NE(note.find("Operation not permitted"), std::string::npos) << note;
+}
+
+TEST(E2eLab, WithNeitherSourceOneLineSaysWhyAndTheRowHasNoRecv) {
+  SKIP_UNLESS_ROOT();
+  const ResultsFile results("neither");
+  const std::string& json_path = results.path;
+  const nlohmann::json r = run_row_without_tracefs(json_path, true);
+  ASSERT_FALSE(r.contains("error")) << r.dump();
+  ASSERT_EQ(r["code"], 0) << r["describe"];
+  const auto j = nlohmann::json::parse(slurp(json_path), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  const auto& s = j["scenarios"][0];
+  ASSERT_EQ(s["status"], "ok") << s["reason"];
+  const std::string note = note_starting(s, "no tracepoints (");
+  ASSERT_FALSE(note.empty()) << all_notes(s);
+  EXPECT_NE(note.find("(tracefs: "), std::string::npos) << note;
+  EXPECT_NE(note.find("; BPF: "), std::string::npos) << note;
+  EXPECT_NE(note.find("CAP_BPF"), std::string::npos) << note;
+  EXPECT_EQ(note.find('\n'), std::string::npos);
+  EXPECT_TRUE(note_starting(s, "kernel events from").empty()) << all_notes(s);
+  EXPECT_FALSE(s["metrics"].contains("recv"));
+  EXPECT_TRUE(s["metrics"].contains("delay"));
+  EXPECT_GT(total(s, "handled"), 0);
 }
 
 }  // namespace

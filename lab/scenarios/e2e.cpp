@@ -25,14 +25,15 @@
 //
 // The split. send = send1 - send0 (the sender's call; for every-thread it
 // includes listing /proc/PID/task and one system call per thread). With the
-// kernel's tracepoints (root, tracefs), notice = the moment the handling
-// thread could act on the signal: its last sched_switch onto a CPU in the
-// window, else a reschedule IPI on it (it was running), else its
-// sched_wakeup (sched_switch from idle is missing on some CPUs of some VMs),
-// else signal_deliver; then delay = notice - send1 (0 if it noticed during the
-// send) and recv = entry - max(notice, send1), so send + delay + recv + hndl =
-// e2e exactly. send_delay = send + delay (send start to the handling thread
-// being able to act) is recorded for every policy: it is the quantity that
+// kernel's tracepoints (root; from tracefs, else from BPF programs:
+// e2e_trace.h), notice = the moment the handling thread could act on the
+// signal: its last sched_switch onto a CPU in the window, else a reschedule
+// IPI on it (it was running), else its sched_wakeup (sched_switch from idle
+// is missing on some CPUs of some VMs), else signal_deliver; then delay =
+// notice - send1 (0 if it noticed during the send) and recv = entry -
+// max(notice, send1), so send + delay + recv + hndl = e2e exactly.
+// send_delay = send + delay (send start to the handling thread being able
+// to act) is recorded for every policy: it is the quantity that
 // compares policies, because where the send itself signals every thread
 // (every-thread) the first thread notices during the send and delay is 0 by
 // definition, the wait having moved into send. It is the primary metric of
@@ -407,12 +408,15 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
   const std::vector<pid_t> tids = sys::list_threads(guard.target);
 
   std::string why_not;
-  std::unique_ptr<e2e::SignalTrace> trace = e2e::SignalTrace::start(why_not);
-  if (!trace)
+  std::unique_ptr<e2e::SignalTrace> trace = e2e::SignalTrace::start(guard.target, why_not);
+  if (!trace) {
     ctx.note("no tracepoints (" + why_not +
              "): 'delay' is handler entry - send return (delay and recv together); no 'recv'");
-  else if (trace->mounted_by_us())
-    ctx.note("tracefs was not mounted: mounted it privately (the system's mounts are unchanged)");
+  } else {
+    ctx.note(trace->description());
+    if (trace->mounted_by_us())
+      ctx.note("tracefs was not mounted: mounted it privately (the system's mounts are unchanged)");
+  }
 
   // The sending window is the repetition's budget, counted from the
   // sender's start: the set-up (fork, K threads, tracing) is not a sample
@@ -440,7 +444,11 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
 
   const bool traced = trace != nullptr;
   std::vector<e2e::TraceEvent> events;
-  if (traced) events = trace->stop_and_collect(tids);
+  uint64_t trace_lost = 0;
+  if (traced) {
+    events = trace->stop_and_collect(tids);
+    trace_lost = trace->lost();
+  }
   trace.reset();
   // The target keeps nothing worth a clean exit, and asking 33 busy threads
   // to notice a flag takes long on a loaded machine: SIGKILL it.
@@ -511,6 +519,11 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
   if (traced) {
     ctx.add_counter("trace_unpaired", static_cast<double>(unpaired));
     ctx.add_counter("trace_wakeup_fallback", static_cast<double>(wakeup_fallbacks));
+    ctx.add_counter("trace_lost", static_cast<double>(trace_lost));
+    if (trace_lost > 0)
+      ctx.note(
+          "the trace lost kernel events (its buffer was full; counted in 'trace_lost'): a "
+          "signal whose events were lost falls back to a later event or is unpaired");
   }
 }
 

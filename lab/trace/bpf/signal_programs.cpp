@@ -10,79 +10,17 @@
 #include <fstream>
 
 #include <cerrno>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "lab/trace/bpf/loading.h"
 #include "signals.skel.h"
 #include "sys/tracefs.h"
 
 namespace doorbell::lab::trace::bpf {
 namespace {
-
-// libbpf's messages while loading, kept for the one-line reason of a
-// failure instead of being printed (a verifier log runs to pages).
-std::mutex g_capture_mutex;
-std::vector<std::string>* g_captured = nullptr;
-
-int capture_message(enum libbpf_print_level level, const char* format, va_list args) {
-  if (level == LIBBPF_DEBUG || g_captured == nullptr) return 0;
-  char line[512];
-  std::vsnprintf(line, sizeof line, format, args);
-  std::string text(line);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (!text.empty() && g_captured->size() < 4096) g_captured->push_back(std::move(text));
-  return 0;
-}
-
-// Installs capture_message for its lifetime (libbpf_set_print is
-// process-wide: one capture at a time).
-class CapturedMessages {
- public:
-  CapturedMessages() : lock_(g_capture_mutex) {
-    g_captured = &lines_;
-    previous_ = libbpf_set_print(capture_message);
-  }
-  ~CapturedMessages() {
-    libbpf_set_print(previous_);
-    g_captured = nullptr;
-  }
-  CapturedMessages(const CapturedMessages&) = delete;
-  CapturedMessages& operator=(const CapturedMessages&) = delete;
-
-  // The line that says what failed: the first naming a failure, else the last.
-  std::string reason() const {
-    for (const std::string& line : lines_)
-      if (line.find("failed") != std::string::npos || line.find("Failed") != std::string::npos)
-        return line;
-    return lines_.empty() ? std::string() : lines_.back();
-  }
-
- private:
-  std::unique_lock<std::mutex> lock_;
-  std::vector<std::string> lines_;
-  libbpf_print_fn_t previous_ = nullptr;
-};
-
-std::string failure(const char* step, int error, const CapturedMessages& messages) {
-  // EPERM is the kernel refusing the caller; EACCES is the verifier
-  // refusing a program (its log says why).
-  if (error == EPERM)
-    return fmt::format(
-        "{} was refused ({}): loading BPF tracing programs needs root, or CAP_BPF with "
-        "CAP_PERFMON",
-        step, std::strerror(error));
-  std::string text = fmt::format("{} failed: {}", step, std::strerror(error));
-  const std::string why = messages.reason();
-  if (!why.empty()) text += " (" + why + ")";
-  if (error == EINVAL || error == ENOENT || error == ESRCH || error == ENOTSUP)
-    text += "; the programs need Linux 6.1 or later with BTF";
-  return text;
-}
 
 // The tracepoint id of syscalls:<event>, or -1 with the reason in `why`.
 int syscall_event_id(const char* event, std::string& why) {
@@ -116,11 +54,7 @@ int open_tracepoint_event(int id) {
 }  // namespace
 
 SignalPrograms::SignalPrograms(const Options& options) {
-  if (::access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-    throw BpfUnavailable(fmt::format(
-        "this kernel has no BTF (/sys/kernel/btf/vmlinux: {}); the programs need a kernel built "
-        "with CONFIG_DEBUG_INFO_BTF",
-        std::strerror(errno)));
+  require_kernel_btf();
   CapturedMessages messages;
   // The per-system-call tracepoints where tracefs gives their ids, else the
   // exit of every system call.
@@ -152,7 +86,7 @@ bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std:
   };
   skeleton_ = doorbell_signals__open();
   if (skeleton_ == nullptr)
-    throw BpfUnavailable(failure("opening the embedded BPF programs", errno, messages));
+    throw BpfUnavailable(load_failure("opening the embedded BPF programs", errno, messages));
   skeleton_->rodata->only_tgid = static_cast<__u32>(options.only_tgid);
   skeleton_->rodata->slow_ns = options.slow_ns;
   const int cpus = libbpf_num_possible_cpus();
@@ -168,9 +102,9 @@ bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std:
                               "sys_exit_read"
                             : "system calls through tp_btf/sys_exit (" + why + ")";
   int error = doorbell_signals__load(skeleton_);
-  if (error != 0) give_up(failure("loading the BPF programs", -error, messages));
+  if (error != 0) give_up(load_failure("loading the BPF programs", -error, messages));
   error = doorbell_signals__attach(skeleton_);
-  if (error != 0) give_up(failure("attaching the BPF programs", -error, messages));
+  if (error != 0) give_up(load_failure("attaching the BPF programs", -error, messages));
   if (per_call) {
     const std::pair<bpf_program*, int> calls[] = {
         {skeleton_->progs.on_exit_rt_sigtimedwait, wait_id},
@@ -179,7 +113,7 @@ bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std:
       const int fd = open_tracepoint_event(id);
       bpf_link* link = fd < 0 ? nullptr : bpf_program__attach_perf_event(program, fd);
       if (link == nullptr) {
-        why = failure("attaching to the system-call tracepoints", errno, messages);
+        why = load_failure("attaching to the system-call tracepoints", errno, messages);
         if (fd >= 0) ::close(fd);
         for (bpf_link* l : perf_links_) bpf_link__destroy(l);
         perf_links_.clear();
@@ -191,7 +125,7 @@ bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std:
     }
   }
   ring_ = ring_buffer__new(bpf_map__fd(skeleton_->maps.slow), on_slow_record, this, nullptr);
-  if (ring_ == nullptr) give_up(failure("opening the ring buffer", errno, messages));
+  if (ring_ == nullptr) give_up(load_failure("opening the ring buffer", errno, messages));
   const bpf_object_skeleton* s = skeleton_->skeleton;
   attached_ = 0;
   for (int i = 0; i < s->prog_cnt; ++i)

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "lab/trace/bpf/loading.h"
 #include "lab/trace/bpf/signals_abi.h"
 
 struct doorbell_signals;  // the skeleton (signals.skel.h)
@@ -47,12 +48,6 @@ struct ring_buffer;       // libbpf
 struct bpf_link;
 
 namespace doorbell::lab::trace::bpf {
-
-// BPF cannot be used here; what() says why, in one line.
-class BpfUnavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class SignalPrograms {
  public:

@@ -1,0 +1,52 @@
+// What every loader of the lab's BPF programs shares (signal_programs.cpp,
+// e2e_events.cpp): the exception that says BPF cannot be used here, libbpf's
+// messages captured while a skeleton loads, and the one-line reason of a
+// failure built from them.
+//
+// libbpf prints through one process-wide callback (libbpf_set_print). A
+// CapturedMessages installs a capturing one for its lifetime and puts the
+// previous one back; captures are serialized by a mutex, so one loader at a
+// time holds it (another waits). A verifier log runs to pages: it is kept,
+// not printed, and reason() picks the line that says what failed.
+#pragma once
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace doorbell::lab::trace::bpf {
+
+// BPF cannot be used here; what() says why, in one line.
+class BpfUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class CapturedMessages {
+ public:
+  CapturedMessages();
+  ~CapturedMessages();
+  CapturedMessages(const CapturedMessages&) = delete;
+  CapturedMessages& operator=(const CapturedMessages&) = delete;
+
+  // The line that says what failed: the first naming a failure, else the last.
+  std::string reason() const;
+
+  // For the callback only.
+  void add(std::string line);
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  std::vector<std::string> lines_;
+};
+
+// "<step> failed: <strerror> (<libbpf's line>)", or for EPERM the
+// permission the programs need; one line.
+std::string load_failure(const char* step, int error, const CapturedMessages& messages);
+
+// Throws BpfUnavailable when this kernel has no BTF
+// (/sys/kernel/btf/vmlinux): CO-RE and tp_btf programs need it.
+void require_kernel_btf();
+
+}  // namespace doorbell::lab::trace::bpf
