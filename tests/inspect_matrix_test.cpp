@@ -663,6 +663,31 @@ TEST(InspectMatrix, MainThreadBlocking) {
   run_matrix(shape);
 }
 
+// A process group is orphaned when no member has a parent in another
+// process group of its session: the kernel then discards SIGTSTP, SIGTTIN
+// and SIGTTOU instead of stopping the process (nobody would be there to
+// continue it). A target in a session of its own (setsid) is in such a
+// group; one in a group of its own within this test's session is not. How
+// the test itself is started (a terminal, ctest, a daemon) decides which a
+// plain child is in, so each shape makes its own.
+TEST(InspectMatrix, OrphanedProcessGroup) {
+  Shape shape{"orphaned process group (setsid)", Spawn::fork, [] {
+                common_dispositions();
+                return ::setsid() > 0 ? 'R' : 'X';
+              }};
+  shape.cells = {{SIGTSTP}, {SIGTTIN}, {SIGTTOU}, {SIGUSR1}};
+  run_matrix(shape);
+}
+
+TEST(InspectMatrix, ProcessGroupWithAParentInTheSession) {
+  Shape shape{"process group of its own, parent in its session", Spawn::fork, [] {
+                common_dispositions();
+                return ::setpgid(0, 0) == 0 ? 'R' : 'X';
+              }};
+  shape.cells = {{SIGTSTP}, {SIGTTIN}, {SIGTTOU}, {SIGUSR1}};
+  run_matrix(shape);
+}
+
 // Every thread blocks SIGUSR1 and SIGTERM; a doorbell::SignalReceiver at
 // SCHED_FIFO takes them in sigwaitinfo; two busy threads beside it.
 TEST(InspectMatrix, FifoSigwaitReceiver) {

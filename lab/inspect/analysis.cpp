@@ -465,6 +465,9 @@ InspectReport analyze(const ProcessSnapshot& p) {
   report.namespace_init = p.namespace_init;
   report.global_init = p.global_init;
   report.namespace_pids = p.namespace_pids;
+  report.process_group = p.process_group;
+  report.session = p.session;
+  report.orphaned_process_group = p.orphaned_process_group;
   report.short_lived_share = p.short_lived_share;
   report.short_lived_seen = p.short_lived_seen;
   std::uint64_t caught = 0, ignored = 0, some_blocked = 0, pending = p.shared_pending;
@@ -490,8 +493,13 @@ InspectReport analyze(const ProcessSnapshot& p) {
   for (const auto& fd : p.signalfds) by_signalfd |= fd.mask;
   const std::uint64_t always = mask_of(SIGHUP) | mask_of(SIGINT) | mask_of(SIGQUIT) |
                                mask_of(SIGTERM) | mask_of(SIGUSR1) | mask_of(SIGUSR2);
-  const std::uint64_t shown = (caught | ignored | pending | by_signalfd | some_blocked | always) &
-                              ~(mask_of(SIGKILL) | mask_of(SIGSTOP));
+  // In an orphaned group the job-control stops do not do what their default
+  // says: list them.
+  const std::uint64_t job_stops =
+      p.orphaned_process_group ? mask_of(SIGTSTP) | mask_of(SIGTTIN) | mask_of(SIGTTOU) : 0;
+  const std::uint64_t shown =
+      (caught | ignored | pending | by_signalfd | some_blocked | always | job_stops) &
+      ~(mask_of(SIGKILL) | mask_of(SIGSTOP));
   const std::string init_text =
       p.global_init ? "this is the system's init (PID 1)"
                     : fmt::format("this process is PID 1 of its PID namespace{}",
@@ -535,6 +543,12 @@ InspectReport analyze(const ProcessSnapshot& p) {
     const bool disposition_ignores = is_ignored || (!is_caught && action == "ignore");
     const bool init_refuses =
         p.namespace_init && !is_caught && !is_ignored && action != "ignore" && action != "continue";
+    // A job-control stop with its default action, in a group the kernel
+    // judges orphaned when the signal is taken.
+    const bool orphan_drops = action == "stop" && signo != SIGSTOP && p.orphaned_process_group;
+    const std::string orphan_text = fmt::format(
+        "process group {} is orphaned (no member has a parent in another group of session {})",
+        p.process_group, p.session);
     const std::string stopped_text = report.stop_state == 't'
                                          ? "the process is stopped by a tracer (State t)"
                                          : "the process is stopped (State T)";
@@ -585,8 +599,15 @@ InspectReport analyze(const ProcessSnapshot& p) {
                          : "no handler, and blocked in every thread",
                      disposition_ignores ? " (then it is discarded)"
                      : init_refuses      ? fmt::format(" (then it is discarded: {})", init_text)
+                     : orphan_drops      ? fmt::format(" (then it is discarded: {})", orphan_text)
                                     : fmt::format(" (then its default action, {}, runs)", action)) +
                  where_threads_wait(p);
+    } else if (orphan_drops) {
+      v.verdict = Verdict::discarded;
+      v.reason = fmt::format(
+          "no handler, and {}: the thread that takes it (the kernel chose {}) drops it rather than "
+          "stop a process that no job-control shell would continue",
+          orphan_text, v.kernel_choice);
     } else {
       v.verdict = Verdict::default_action;
       if (action == "stop")

@@ -39,6 +39,10 @@
 //                (get_signal). From any namespace: only SIGKILL and SIGSTOP
 //                depend on the sender's (an ancestor's are forced), and
 //                those are not listed (InspectReport::namespace_init).
+//                Also SIGTSTP, SIGTTIN and SIGTTOU with no handler in an
+//                orphaned process group: the thread that takes one drops it
+//                rather than stop a process nobody would continue
+//                (get_signal, is_current_pgrp_orphaned).
 //   default_action  no handler: the default action (terminate, core dump,
 //                stop) runs; a fatal one wakes every thread (group exit).
 //
@@ -109,6 +113,11 @@ struct InspectReport {
   bool namespace_init = false;
   bool global_init = false;
   std::vector<pid_t> namespace_pids;
+  // Its process group and session, and whether the group is orphaned (see
+  // ProcessSnapshot::orphaned_process_group).
+  pid_t process_group = 0;
+  pid_t session = 0;
+  bool orphaned_process_group = false;
   // Short-lived threads: the share of a CPU used in the window by threads
   // not there for all of it (-1 not measured), and how many new ones were
   // seen. At kBusyShare or more they count as one busy peer.
@@ -130,7 +139,8 @@ struct InspectReport {
 
 // Signals reported: every caught, ignored, pending, signalfd-read or
 // blocked (in any thread) signal, and always SIGHUP, SIGINT, SIGQUIT,
-// SIGTERM, SIGUSR1, SIGUSR2 (the ones users send). Never SIGKILL and
+// SIGTERM, SIGUSR1, SIGUSR2 (the ones users send), and SIGTSTP, SIGTTIN,
+// SIGTTOU in an orphaned process group. Never SIGKILL and
 // SIGSTOP, nor the C library's reserved signals below SIGRTMIN. A signal not
 // reported has no handler, is not ignored, blocked or pending: its default
 // action runs (an init discards it).

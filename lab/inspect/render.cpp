@@ -149,6 +149,11 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
                                    format_duration(static_cast<double>(r.window_ns)))
                      : " (State R; no sampling window)\n";
   if (r.namespace_init) out += "  " + init_note(r) + ".\n";
+  if (r.orphaned_process_group)
+    out += fmt::format(
+        "  process group {} (session {}) is orphaned: SIGTSTP, SIGTTIN and SIGTTOU with no "
+        "handler are discarded instead of stopping it (SIGSTOP still stops it).\n",
+        r.process_group, r.session);
   if (r.short_lived_seen > 0 || r.short_lived_share >= 0.1)
     out += fmt::format(
         "  short-lived threads: {} born in the window still there at its end (BUSY \"new\"); "
@@ -236,6 +241,8 @@ nlohmann::ordered_json render_json(const InspectReport& r, const WatchResult* wa
                            {"kill_from_inside", false},
                            {"kill_from_ancestor", !r.global_init},
                            {"note", init_note(r)}};
+  j["process_group"] = {
+      {"id", r.process_group}, {"session", r.session}, {"orphaned", r.orphaned_process_group}};
   j["short_lived_threads"] = {{"seen", r.short_lived_seen}, {"cpu_share", r.short_lived_share}};
   j["window_ns"] = r.window_ns;
   j["fdinfo_readable"] = r.fdinfo_readable;

@@ -312,23 +312,76 @@ std::optional<std::uint64_t> parse_signalfd_fdinfo(std::string_view text) {
 
 namespace {
 
-// utime + stime of /proc/PID/stat (every thread the process ever had, the
-// dead ones included), in ns; state and parent from the same line.
-bool read_process_stat(const std::string& base, ProcessSnapshot& process) {
-  const auto text = read_file(base + "/stat");
-  if (!text) return false;
+// The fields of a /proc/PID/stat line after the command name: fields[0] is
+// field 3 (state). Empty when the file is gone or malformed.
+std::vector<std::string> stat_fields(const std::string& path) {
+  std::vector<std::string> fields;
+  const auto text = read_file(path);
+  if (!text) return fields;
   const auto close = text->rfind(')');
-  if (close == std::string::npos) return false;
+  if (close == std::string::npos) return fields;
   std::istringstream in{text->substr(close + 1)};
-  std::vector<std::string> fields;  // fields[0] is field 3 (state)
   for (std::string field; in >> field;) fields.push_back(field);
+  return fields;
+}
+
+pid_t stat_pid(const std::vector<std::string>& fields, int number) {
+  return static_cast<pid_t>(
+      std::strtol(fields[static_cast<std::size_t>(number - 3)].c_str(), nullptr, 10));
+}
+
+// utime + stime of /proc/PID/stat (every thread the process ever had, the
+// dead ones included), in ns; state, process group and session from the
+// same line.
+bool read_process_stat(const std::string& base, ProcessSnapshot& process) {
+  const auto fields = stat_fields(base + "/stat");
   if (fields.size() < 15 - 3 + 1) return false;
   process.state = fields[0].empty() ? '?' : fields[0][0];
+  process.process_group = stat_pid(fields, 5);
+  process.session = stat_pid(fields, 6);
   const long ticks = ::sysconf(_SC_CLK_TCK);
   const double tick_ns = ticks > 0 ? 1e9 / static_cast<double>(ticks) : 1e7;
   const double cpu = static_cast<double>(std::strtoull(fields[14 - 3].c_str(), nullptr, 10) +
                                          std::strtoull(fields[15 - 3].c_str(), nullptr, 10));
   process.cpu_ns = static_cast<std::uint64_t>(cpu * tick_ns);
+  return true;
+}
+
+// Kernel threads live only in the initial PID namespace: kthreadd (PID 2)
+// visible means PID 1 here is the system's init.
+bool in_initial_pid_namespace() {
+  const auto kthreadd = read_file("/proc/2/comm");
+  return kthreadd && trim(*kthreadd) == "kthreadd";
+}
+
+// The kernel's will_become_orphaned_pgrp() over /proc: a group is orphaned
+// unless a member (not an exited one, not a child of the global init) has
+// its parent in another group of the same session. Parents outside our PID
+// namespace (PPid 0) cannot be judged and are passed over, as the kernel
+// passes over the global init's children. `global_init_visible`: PID 1 here
+// is the system's init.
+bool process_group_orphaned(pid_t pgrp, pid_t session, bool global_init_visible) {
+  if (pgrp <= 0) return false;
+  DIR* dir = ::opendir("/proc");
+  if (!dir) return false;  // cannot tell: stop signals keep their default verdict
+  std::vector<pid_t> members_parents;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    const auto fields = stat_fields(std::string("/proc/") + entry->d_name + "/stat");
+    if (fields.size() < 20 - 3 + 1 || stat_pid(fields, 5) != pgrp) continue;
+    // An exited leader whose other threads live still counts (exit_state
+    // and an empty thread group are both needed to pass it over).
+    if (fields[0] == "Z" && stat_pid(fields, 20) <= 1) continue;
+    const pid_t parent = stat_pid(fields, 4);
+    if (parent <= 0 || (parent == 1 && global_init_visible)) continue;
+    members_parents.push_back(parent);
+  }
+  ::closedir(dir);
+  for (const pid_t parent : members_parents) {
+    const auto fields = stat_fields("/proc/" + std::to_string(parent) + "/stat");
+    if (fields.size() < 6 - 3 + 1) continue;  // exited meanwhile: reparented, read again
+    if (stat_pid(fields, 5) != pgrp && stat_pid(fields, 6) == session) return false;
+  }
   return true;
 }
 
@@ -375,12 +428,13 @@ ProcessSnapshot read_process(pid_t pid) {
   process.namespace_pids = parse_namespace_pids(*status);
   process.namespace_init =
       process.namespace_pids.empty() ? pid == 1 : process.namespace_pids.back() == 1;
-  if (process.namespace_init && process.namespace_pids.size() <= 1) {
-    const auto kthreadd = read_file("/proc/2/comm");
-    process.global_init = kthreadd && trim(*kthreadd) == "kthreadd";
-  }
+  const bool initial_namespace = in_initial_pid_namespace();
+  process.global_init =
+      process.namespace_init && process.namespace_pids.size() <= 1 && initial_namespace;
   if (!read_process_stat(base, process) && !process_exists(pid))
     throw ProcessGone("process " + std::to_string(pid) + " exited while it was read");
+  process.orphaned_process_group =
+      process_group_orphaned(process.process_group, process.session, initial_namespace);
   if (const auto limits = read_file(base + "/limits"))
     process.rlimit_sigpending = parse_limits_sigpending(*limits);
 

@@ -113,6 +113,15 @@ struct ProcessSnapshot {
   // initial namespace (kthreadd, PID 2, is visible: kernel threads live only
   // there).
   bool global_init = false;
+  // stat's pgrp and session, and whether the process group is orphaned as
+  // the kernel judges it when a stop signal is taken (will_become_orphaned_pgrp):
+  // no live member has a parent, other than the global init, in another group
+  // of the same session. The kernel then discards SIGTSTP, SIGTTIN and
+  // SIGTTOU whose action would be the default, since nobody would be there
+  // to continue the process. 0 when stat could not be read.
+  pid_t process_group = 0;
+  pid_t session = 0;
+  bool orphaned_process_group = false;
   std::vector<ThreadSnapshot> threads;  // list order; the main thread first when alive
   std::uint64_t shared_pending = 0;     // ShdPnd: pending for the process
   std::vector<SignalfdSnapshot> signalfds;
