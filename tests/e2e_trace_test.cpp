@@ -334,11 +334,16 @@ TEST(E2eTrace, BpfSourceRecordsOnlyTheWatchedProcess) {
   EXPECT_EQ(watched_delivers, 1);
 }
 
-// The loss counter, with a ring buffer of one page (128 records): every
-// signal to the sleeping target makes at least four records (generate,
-// wake-up, switch-in, deliver: the tests above), so 64 signals overflow it;
-// what did not fit is counted, and what was read plus what was lost covers
-// every record made.
+// The loss counter, with a ring buffer of one page (127 records of 32
+// bytes: the kernel keeps one byte free): every signal to the sleeping
+// target makes a generate, a wake-up and a deliver record, and nearly always
+// a switch-in (the tests above), so 64 signals overflow it; what did not fit
+// is counted, and what was read plus what was lost covers every record made.
+// The switch-in is not certain: /proc can show the target asleep (State S,
+// one more voluntary switch, from another sleep) before it has left its CPU,
+// and a signal then wakes it where it is, with no switch. Seen under
+// ASan+UBSan in about 1 of 300 runs, with a ring large enough to lose
+// nothing: wake-up, generate, deliver, and no switch-in for one signal.
 TEST(E2eTrace, BpfRingBufferFullIsCountedNeverSilent) {
   SKIP_UNLESS_ROOT();
   if (!has_kernel_btf()) {
@@ -361,7 +366,7 @@ TEST(E2eTrace, BpfRingBufferFullIsCountedNeverSilent) {
   const uint64_t lost = programs.take_lost();
   EXPECT_LE(read, page / sizeof(doorbell_e2e_event));
   EXPECT_GT(lost, 0u);
-  EXPECT_GE(read + lost, 4u * kMany);
+  EXPECT_GE(read + lost, 3u * kMany);
   EXPECT_LT(generates, static_cast<std::size_t>(kMany));
   EXPECT_EQ(programs.take_lost(), 0u) << "take_lost() zeroes the count";
 }
