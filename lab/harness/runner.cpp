@@ -155,8 +155,8 @@ void flag_long_samples(const Scenario& scenario, const std::vector<Repetition>& 
   result.counters["samples_over_budget"] = per_rep;
   result.warnings.push_back(fmt::format(
       "{} sample{} longer than the repetition's budget of {} (the longest: {}, '{}'): a stall "
-      "(a loaded machine, a stopped process, a lost wake-up), not the mechanism's cost; the "
-      "summary does not quote this row",
+      "(a loaded machine, a stopped process, a lost wake-up) or a cost the budget did not allow "
+      "for, not the mechanism's typical cost; the summary does not quote this row",
       total, total == 1 ? "" : "s", format_duration(budget_ns), format_duration(longest), where));
 }
 
