@@ -28,12 +28,18 @@ double counter_at(const ScenarioResult& r, const std::string& name, std::size_t 
   return it == r.counters.end() || rep >= it->second.size() ? 0.0 : it->second[rep];
 }
 
-TEST(FloodAccounting, EveryFloodRowAccountsForEverySend) {
+// The flood rows `filter` selects, in quick mode, two repetitions each.
+RunOptions flood_options(const char* filter) {
   RunOptions options;
-  options.filters = {"signalchannel/throughput:*"};
+  options.filters = {filter};
   options.quick = true;
   options.repetitions = 2;
   options.progress = false;
+  return options;
+}
+
+TEST(FloodAccounting, EveryFloodRowAccountsForEverySend) {
+  const RunOptions options = flood_options("signalchannel/throughput:*");
   const auto selected = select_scenarios(options);
   ASSERT_EQ(selected.size(), 5u);  // signalfd, handler, asio, libuv, raw_handler
   const RunResults results = run_scenarios(options, selected);
@@ -80,11 +86,7 @@ TEST(FloodAccounting, EveryFloodRowAccountsForEverySend) {
 // callback, before it stops its uv_signal_t.
 TEST(FloodAccounting, SendsStillInLibuvsPipeAtStopArePendingAtStop) {
   signalchannel_testing::libuv_sends_in_stop.store(40);
-  RunOptions options;
-  options.filters = {"signalchannel/throughput:method=libuv"};
-  options.quick = true;
-  options.repetitions = 2;
-  options.progress = false;
+  const RunOptions options = flood_options("signalchannel/throughput:method=libuv");
   const auto selected = select_scenarios(options);
   ASSERT_EQ(selected.size(), 1u);
   const RunResults results = run_scenarios(options, selected);
