@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "lab/common/time.h"
+
 namespace doorbell::lab::inspect {
 namespace {
 
@@ -34,11 +36,22 @@ std::optional<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
-std::uint64_t monotonic_now_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
+// The fields of a /proc stat line after the command name ("pid (comm)
+// state ...": comm may hold spaces and parentheses, so they start after the
+// LAST ')'): fields[0] is field 3 (state). Empty without a ')'.
+std::vector<std::string> split_stat(std::string_view text) {
+  std::vector<std::string> fields;
+  const auto close = text.rfind(')');
+  if (close == std::string_view::npos) return fields;
+  std::istringstream in{std::string(text.substr(close + 1))};
+  for (std::string field; in >> field;) fields.push_back(field);
+  return fields;
+}
+
+// stat's CPU times are in clock ticks.
+double clock_tick_ns() {
+  const long ticks = ::sysconf(_SC_CLK_TCK);
+  return ticks > 0 ? 1e9 / static_cast<double>(ticks) : 1e7;
 }
 
 [[noreturn]] void fail_read(pid_t pid, const std::string& path, int error) {
@@ -178,7 +191,7 @@ std::optional<ThreadSnapshot> read_thread(pid_t pid, pid_t tid) {
   if (!parse_task_stat(*stat, thread)) return std::nullopt;  // empty read: it exited
   if (auto comm = read_file(dir + "/comm")) thread.name = std::string(trim(*comm));
   if (auto schedstat = read_file(dir + "/schedstat")) {
-    thread.read_ns = monotonic_now_ns();
+    thread.read_ns = monotonic_ns();
     unsigned long long run = 0, wait = 0;
     if (std::sscanf(schedstat->c_str(), "%llu %llu", &run, &wait) == 2) {
       thread.run_ns = run;
@@ -254,13 +267,7 @@ void parse_task_status(std::string_view text, ThreadSnapshot& thread) {
 }
 
 bool parse_task_stat(std::string_view text, ThreadSnapshot& thread) {
-  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so
-  // the fields start after the LAST ')'.
-  const auto close = text.rfind(')');
-  if (close == std::string_view::npos) return false;
-  std::istringstream in{std::string(text.substr(close + 1))};
-  std::vector<std::string> fields;  // fields[0] is field 3 (state)
-  for (std::string field; in >> field;) fields.push_back(field);
+  const std::vector<std::string> fields = split_stat(text);  // fields[0] is field 3 (state)
   auto field = [&](int number) -> long long {
     const std::size_t index = static_cast<std::size_t>(number - 3);
     return index < fields.size() ? std::strtoll(fields[index].c_str(), nullptr, 10) : 0;
@@ -312,17 +319,10 @@ std::optional<std::uint64_t> parse_signalfd_fdinfo(std::string_view text) {
 
 namespace {
 
-// The fields of a /proc/PID/stat line after the command name: fields[0] is
-// field 3 (state). Empty when the file is gone or malformed.
+// split_stat() of a /proc/PID/stat file; empty when it is gone or malformed.
 std::vector<std::string> stat_fields(const std::string& path) {
-  std::vector<std::string> fields;
   const auto text = read_file(path);
-  if (!text) return fields;
-  const auto close = text->rfind(')');
-  if (close == std::string::npos) return fields;
-  std::istringstream in{text->substr(close + 1)};
-  for (std::string field; in >> field;) fields.push_back(field);
-  return fields;
+  return text ? split_stat(*text) : std::vector<std::string>{};
 }
 
 pid_t stat_pid(const std::vector<std::string>& fields, int number) {
@@ -339,11 +339,9 @@ bool read_process_stat(const std::string& base, ProcessSnapshot& process) {
   process.state = fields[0].empty() ? '?' : fields[0][0];
   process.process_group = stat_pid(fields, 5);
   process.session = stat_pid(fields, 6);
-  const long ticks = ::sysconf(_SC_CLK_TCK);
-  const double tick_ns = ticks > 0 ? 1e9 / static_cast<double>(ticks) : 1e7;
   const double cpu = static_cast<double>(std::strtoull(fields[14 - 3].c_str(), nullptr, 10) +
                                          std::strtoull(fields[15 - 3].c_str(), nullptr, 10));
-  process.cpu_ns = static_cast<std::uint64_t>(cpu * tick_ns);
+  process.cpu_ns = static_cast<std::uint64_t>(cpu * clock_tick_ns());
   return true;
 }
 
@@ -477,12 +475,12 @@ ProcessSnapshot read_process(pid_t pid) {
 
 ProcessSnapshot sample_process(pid_t pid, std::chrono::nanoseconds window) {
   const ProcessSnapshot first = read_process(pid);
-  const std::uint64_t start = monotonic_now_ns();
+  const std::uint64_t start = monotonic_ns();
   std::this_thread::sleep_for(window);
   // Under its process id: a thread id asked for was resolved by the first read.
   ProcessSnapshot second = read_process(first.pid);
   second.asked_tid = first.asked_tid;
-  const std::uint64_t end = monotonic_now_ns();
+  const std::uint64_t end = monotonic_ns();
   // The window runs from the end of the first read to the end of the second
   // read: a slight overestimate, so the shares err low.
   second.window_ns = end > start ? end - start : 0;
@@ -520,10 +518,8 @@ ProcessSnapshot sample_process(pid_t pid, std::chrono::nanoseconds window) {
     // stat truncates to a clock tick at each read: less than two ticks of
     // difference is that rounding, not threads (it would be all of a 10 ms
     // window).
-    const long ticks = ::sysconf(_SC_CLK_TCK);
-    const double tick_ns = ticks > 0 ? 1e9 / static_cast<double>(ticks) : 1e7;
     second.short_lived_share =
-        other < 2 * tick_ns ? 0.0 : other / static_cast<double>(second.window_ns);
+        other < 2 * clock_tick_ns() ? 0.0 : other / static_cast<double>(second.window_ns);
   }
   return second;
 }
