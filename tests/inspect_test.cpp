@@ -288,6 +288,28 @@ TEST(InspectAnalysis, NamespaceInitDiscardsDefaultActions) {
   EXPECT_TRUE(advice);
 }
 
+// An orphaned process group (a daemon, a setsid program): SIGTSTP, SIGTTIN
+// and SIGTTOU with no handler are discarded, listed, and the advice says why
+// in the group's terms, not an init's.
+TEST(InspectAnalysis, OrphanedProcessGroupDiscardsJobControlStops) {
+  auto p = process({thread(100, "daemon", false)});
+  p.process_group = p.session = 100;
+  p.orphaned_process_group = true;
+  const auto r = analyze(p);
+  for (const int signo : {SIGTSTP, SIGTTIN, SIGTTOU})
+    EXPECT_EQ(verdict_for(r, signo).verdict, Verdict::discarded) << verdict_for(r, signo).reason;
+  EXPECT_EQ(verdict_for(r, SIGTERM).verdict, Verdict::default_action);
+  EXPECT_NE(render_text(r, nullptr).find("process group 100 (session 100) is orphaned"),
+            std::string::npos);
+  EXPECT_EQ(render_json(r, nullptr)["process_group"]["orphaned"], true);
+  bool orphan_advice = false;
+  for (const auto& line : r.advice) {
+    EXPECT_EQ(line.find("init of its PID namespace"), std::string::npos) << line;
+    orphan_advice |= line.find("orphaned") != std::string::npos;
+  }
+  EXPECT_TRUE(orphan_advice);
+}
+
 // A stopped process: every signal but SIGCONT waits, a fatal one too; an
 // ignored one is still discarded at send.
 TEST(InspectAnalysis, StoppedProcessKeepsSignalsPending) {

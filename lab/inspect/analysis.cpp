@@ -314,7 +314,10 @@ std::vector<std::string> make_advice(const InspectReport& r) {
         "Method::signalfd and fifo_priority).",
         names_where(fd_unbounded)));
   auto discarded = [](const SignalVerdict& v) { return v.verdict == Verdict::discarded; };
-  if (any(discarded))
+  // An init's refusals come first in analyze(): in an init, every discarded
+  // signal is one; elsewhere they are the job-control stops of an orphaned
+  // process group.
+  if (any(discarded) && r.namespace_init)
     advice.push_back(fmt::format(
         "{}: this process is the init of its PID namespace (a container's first process): the "
         "kernel never runs their default action. To make it stop on them, install handlers "
@@ -322,6 +325,12 @@ std::vector<std::string> make_advice(const InspectReport& r) {
         "SIGKILL works only from an ancestor namespace, e.g. the host (docker stop sends it "
         "after its grace period).",
         names_where(discarded)));
+  else if (any(discarded))
+    advice.push_back(fmt::format(
+        "{}: process group {} is orphaned (a daemon, a setsid or nohup program, a service: no "
+        "job-control shell could continue it), so the kernel discards these instead of "
+        "stopping it. SIGSTOP still stops it; a handler still sees them.",
+        names_where(discarded), r.process_group));
   auto pending = [](const SignalVerdict& v) { return v.verdict == Verdict::stays_pending; };
   if (any(pending))
     advice.push_back(fmt::format(
