@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/files.h"
 #include "tests/support/run_program.h"
 
 namespace fs = std::filesystem;
@@ -27,12 +28,7 @@ using doorbell::test::run_doorbell;
 using doorbell::test::run_program;
 const std::string kData = std::string(DOORBELL_SOURCE_DIR) + "/tests/data/";
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using doorbell::test::slurp;
 
 void write(const fs::path& p, const std::string& content) {
   std::ofstream(p, std::ios::binary) << content;
@@ -86,7 +82,7 @@ void check_in_browser(const std::string& name, const std::vector<std::string>& r
   auto made = run_doorbell(report);
   write(dir / "report.log", made.out + made.err);
   ASSERT_TRUE(made.success()) << made.describe();
-  std::string page = read(html);
+  std::string page = slurp(html);
   std::regex plot_re("<img class=\"plot\" data-plot=\"");
   auto plots = std::distance(std::sregex_iterator(page.begin(), page.end(), plot_re),
                              std::sregex_iterator());
@@ -129,7 +125,7 @@ void check_in_browser(const std::string& name, const std::vector<std::string>& r
   write(dir / "chromium_screenshot.log", shot.out + shot.err);
   ASSERT_TRUE(shot.success()) << shot.describe();
   ASSERT_TRUE(fs::exists(png));
-  std::string image = read(png);
+  std::string image = slurp(png);
   ASSERT_GT(image.size(), 8u);
   EXPECT_EQ(image.substr(1, 3), "PNG");
   EXPECT_GT(image.size(), 20000u) << "a screenshot of a page with plots is not that small";

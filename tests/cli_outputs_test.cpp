@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/files.h"
 #include "tests/support/run_program.h"
 
 namespace {
@@ -32,18 +33,10 @@ const std::vector<std::string> kCheapBench = {
     "bench", "--filter",     "ladder/atomic_store_load_acq_rel", "--quick", "--repeat",
     "1",     "--no-progress"};
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using doorbell::test::slurp;
 
 fs::path work_dir(const std::string& name) {
-  fs::path d = fs::path(DOORBELL_BINARY_DIR) / "test-artifacts" / "cli_outputs" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return doorbell::test::work_dir("cli_outputs", name);
 }
 
 void expect_one_line_naming(const doorbell::test::RunResult& r, const std::string& what) {
@@ -109,7 +102,7 @@ TEST(BenchOutputs, OneFailedWriteKeepsTheOthers) {
   EXPECT_NE(r.out.find("atomic store+load"), std::string::npos) << "the table: " << r.out;
   EXPECT_NE(r.err.find("x.json"), std::string::npos) << r.err;
   ASSERT_TRUE(fs::exists(csv)) << "the CSV was not written";
-  EXPECT_NE(read(csv).find("ladder/atomic_store_load_acq_rel"), std::string::npos);
+  EXPECT_NE(slurp(csv).find("ladder/atomic_store_load_acq_rel"), std::string::npos);
   // Written atomically: no temporary file left beside them.
   for (const auto& e : fs::recursive_directory_iterator(dir))
     EXPECT_EQ(e.path().filename().string().find(".doorbell-tmp"), std::string::npos) << e.path();
@@ -120,12 +113,12 @@ TEST(BenchOutputs, OneFailedWriteKeepsTheOthers) {
 // "not measured", exit 0.
 TEST(GuideUpdate, PartialResultsKeepWhatTheyDoNotMeasure) {
   const fs::path dir = work_dir("guide_partial");
-  const std::string guide = read(std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md");
+  const std::string guide = slurp(std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md");
   std::ofstream(dir / "guide.md") << guide;
   const auto r = run_doorbell(
       {"guide", kData + "small_results.json", (dir / "guide.md").string(), "--update"});
   EXPECT_EQ(r.exit_code(), 0) << r.describe();
-  const std::string updated = read(dir / "guide.md");
+  const std::string updated = slurp(dir / "guide.md");
   auto count = [](const std::string& text, const std::string& what) {
     std::size_t n = 0;
     for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
@@ -156,7 +149,7 @@ TEST(GuideUpdate, AFileWithoutMarkersIsAnError) {
       expect_one_line_naming(r, path);
     }
   }
-  EXPECT_EQ(read(dir / "binary.md").size(), 9u) << "--update wrote into it";
+  EXPECT_EQ(slurp(dir / "binary.md").size(), 9u) << "--update wrote into it";
 }
 
 // report on a directory said "unexpected end of input"; its usage showed
@@ -185,7 +178,7 @@ TEST(ReportCli, ComparisonPercentilePlotsKeepTheirWidthAndLegibleTics) {
                     "--label", "before", "--label", "after", "-o", (dir / "r.html").string(),
                     "--plots-dir", (dir / "plots").string()});
   ASSERT_TRUE(r.success()) << r.describe();
-  const std::string gp = read(dir / "plots" / "wakeup_percentiles_latency.svg.gp");
+  const std::string gp = slurp(dir / "plots" / "wakeup_percentiles_latency.svg.gp");
   ASSERT_FALSE(gp.empty());
   const std::size_t key = gp.rfind("set key");  // the one in effect
   ASSERT_NE(key, std::string::npos) << gp;
@@ -195,7 +188,7 @@ TEST(ReportCli, ComparisonPercentilePlotsKeepTheirWidthAndLegibleTics) {
   // One legend entry per scenario: the runs are told apart by the dashes
   // (the caption says which is which).
   EXPECT_NE(gp.find("notitle"), std::string::npos) << gp;
-  EXPECT_NE(read(dir / "r.html").find("Solid: before; dashed: after."), std::string::npos);
+  EXPECT_NE(slurp(dir / "r.html").find("Solid: before; dashed: after."), std::string::npos);
 }
 
 // The CLI's own messages (issue 26, "Messages, help and docs").

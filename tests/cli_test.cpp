@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/files.h"
 #include "tests/support/run_program.h"
 
 namespace {
@@ -21,12 +22,7 @@ namespace {
 using doorbell::test::run_doorbell;
 using doorbell::test::run_program;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using doorbell::test::slurp;
 
 TEST(Cli, VersionAndHelp) {
   auto r = run_doorbell({"--version"});

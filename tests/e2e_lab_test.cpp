@@ -30,16 +30,12 @@
 #include <vector>
 
 #include "sys/tracefs.h"
+#include "tests/support/files.h"
 #include "tests/support/run_program.h"
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using doorbell::test::slurp;
 
 double total(const nlohmann::json& scenario, const std::string& counter) {
   double sum = 0;

@@ -44,6 +44,7 @@
 #include "lab/scenarios/e2e_trace.h"
 #include "lab/trace/bpf/e2e_events.h"
 #include "sys/proc.h"
+#include "tests/support/files.h"
 
 namespace doorbell::lab::e2e {
 namespace {
@@ -96,12 +97,7 @@ void on_signal(int) {
   for (;;) ::pause();
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using doorbell::test::slurp;
 
 // A target process and its shared block; killed and reaped on every path.
 class Target {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/fuzz/targets.h"
+#include "tests/support/files.h"
 
 namespace {
 
@@ -26,12 +27,7 @@ std::vector<fs::path> corpus(const std::string& target) {
   return files;
 }
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using doorbell::test::slurp;
 
 TEST(FuzzReplay, EveryTargetHasASeedCorpus) {
   ASSERT_EQ(doorbell::fuzz::targets().size(), 3u);

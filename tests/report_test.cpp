@@ -21,6 +21,7 @@
 #include "lab/report/compare.h"
 #include "lab/report/guide.h"
 #include "lab/report/html.h"
+#include "tests/support/files.h"
 #include "tests/support/run_program.h"
 #endif
 
@@ -32,19 +33,10 @@ namespace {
 using doorbell::test::run_doorbell;
 const std::string kData = std::string(DOORBELL_SOURCE_DIR) + "/tests/data/";
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using doorbell::test::slurp;
 
-// A fresh directory per test under the build tree (kept as an artifact).
 fs::path work_dir(const std::string& name) {
-  fs::path d = fs::path(DOORBELL_BINARY_DIR) / "test-artifacts" / "report" / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return doorbell::test::work_dir("report", name);
 }
 
 // How the page embeds an SVG: base64 in a data: URI.
@@ -82,7 +74,7 @@ TEST(Report, EveryPlotIsProducedAndEmbedded) {
                          (dir / "report.html").string(), "--plots-dir", (dir / "plots").string()});
   ASSERT_TRUE(r.success()) << r.describe();
   EXPECT_NE(r.out.find("wrote " + (dir / "report.html").string()), std::string::npos) << r.out;
-  std::string html = read(dir / "report.html");
+  std::string html = slurp(dir / "report.html");
   std::set<std::string> svgs;
   for (const auto& e : fs::directory_iterator(dir / "plots"))
     if (e.path().extension() == ".svg") svgs.insert(e.path().filename().string());
@@ -97,7 +89,7 @@ TEST(Report, EveryPlotIsProducedAndEmbedded) {
         "e2e_breakdown_process_signal_main_busy_policy_receiver.svg"})
     EXPECT_TRUE(svgs.count(expected)) << expected;
   for (const auto& svg : svgs) {
-    std::string content = read(dir / "plots" / svg);
+    std::string content = slurp(dir / "plots" / svg);
     EXPECT_NE(content.find("<svg"), std::string::npos) << svg;
     EXPECT_TRUE(fs::exists(dir / "plots" / (svg + ".gp"))) << svg;
     // Each embedded image carries the very SVG gnuplot wrote.
@@ -131,7 +123,7 @@ TEST(Report, ComparisonShowsBothRunsAndTheirRatios) {
                          "--label", "before", "--label", "after", "-o",
                          (dir / "report.html").string(), "--plots-dir", (dir / "plots").string()});
   ASSERT_TRUE(r.success()) << r.describe();
-  std::string html = read(dir / "report.html");
+  std::string html = slurp(dir / "report.html");
   EXPECT_NE(html.find("p50 after/before"), std::string::npos);
   // The second run is 1.5x slower on every wakeup scenario and 0.8x on the
   // ladder (how the fixture was made): the table says so, row by row.
@@ -144,7 +136,7 @@ TEST(Report, ComparisonShowsBothRunsAndTheirRatios) {
   EXPECT_NE(m.str().find(">0.8x<"), std::string::npos) << m.str();
   // Overlaid plots: each percentile plot draws both runs, the second
   // dashed (one legend entry per scenario; the caption says which is which).
-  std::string gp = read(dir / "plots" / "wakeup_percentiles_latency.svg.gp");
+  std::string gp = slurp(dir / "plots" / "wakeup_percentiles_latency.svg.gp");
   EXPECT_NE(gp.find("dt 1"), std::string::npos);
   EXPECT_NE(gp.find("dt 2"), std::string::npos);
   EXPECT_NE(html.find("Solid: before; dashed: after."), std::string::npos);
@@ -195,7 +187,7 @@ TEST(Report, WithoutGnuplotTheTablesStillCome) {
   auto summary = doorbell::report::write_html_report({results}, (dir / "r.html").string(), options);
   EXPECT_FALSE(summary.gnuplot_found);
   EXPECT_TRUE(summary.plots.empty());
-  std::string html = read(dir / "r.html");
+  std::string html = slurp(dir / "r.html");
   EXPECT_NE(html.find("gnuplot was not found"), std::string::npos);
   EXPECT_NE(html.find("ladder/self_kill"), std::string::npos);
   EXPECT_TRUE(referenced_plots(html).empty());
@@ -269,7 +261,7 @@ TEST(Report, ComparisonExplainsTheMachinesInOneLine) {
   options.gnuplot = "/nonexistent/gnuplot";
   options.labels = {"A", "B"};
   doorbell::report::write_html_report({a, b}, (dir / "c.html").string(), options);
-  const std::string html = read(dir / "c.html");
+  const std::string html = slurp(dir / "c.html");
   const auto first_table = html.find("<table");
   const auto explained = html.find("B's kernel entry is 5.23x cheaper");
   ASSERT_NE(explained, std::string::npos) << html.substr(0, 3000);
@@ -284,7 +276,7 @@ TEST(Report, SingleReportOpensWithTheMachineAndTheSummary) {
   doorbell::report::ReportOptions options;
   options.gnuplot = "/nonexistent/gnuplot";
   doorbell::report::write_html_report({a}, (dir / "r.html").string(), options);
-  const std::string html = read(dir / "r.html");
+  const std::string html = slurp(dir / "r.html");
   const auto first_table = html.find("<table");
   const auto machine_line = html.find("<b>machine</b>: KVM guest, PTI on");
   const auto summary = html.find("<b>On this machine</b>");
@@ -307,7 +299,7 @@ TEST(Report, FlaggedRowsCarryTheirWarning) {
   doorbell::report::ReportOptions options;
   options.gnuplot = "/nonexistent/gnuplot";
   doorbell::report::write_html_report({results}, (dir / "r.html").string(), options);
-  const std::string html = read(dir / "r.html");
+  const std::string html = slurp(dir / "r.html");
   EXPECT_NE(html.find("<td class=\"flag\">ok, flagged<br>WARNING: 2 samples longer than the "
                       "repetition's budget</td>"),
             std::string::npos)
@@ -394,7 +386,7 @@ TEST(Guide, FiguresMatchTheCommittedResults) {
   EXPECT_NE(r.out.find(" 0 differ"), std::string::npos) << r.out << r.err;
   // Every section of the guide quotes at least one checked figure, and the
   // committed results measure every figure it quotes.
-  const std::string text = read(guide);
+  const std::string text = slurp(guide);
   EXPECT_EQ(text.find("not measured"), std::string::npos);
   std::size_t sections = 0;
   for (std::size_t at = text.find("\n## "); at != std::string::npos;
@@ -418,7 +410,7 @@ TEST(Guide, ReadmeAndDeliveryFiguresMatchTheCommittedResults) {
     auto r = run_doorbell({"guide", results, path});
     EXPECT_TRUE(r.success()) << doc << ": " << r.describe();
     EXPECT_NE(r.out.find(" 0 differ"), std::string::npos) << r.out << r.err;
-    EXPECT_EQ(read(path).find("not measured"), std::string::npos) << doc;
+    EXPECT_EQ(slurp(path).find("not measured"), std::string::npos) << doc;
   }
 }
 
@@ -426,7 +418,7 @@ TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
   fs::path dir = work_dir("guide_drift");
   const std::string results =
       std::string(DOORBELL_SOURCE_DIR) + "/docs/results/kvm-firecracker-intel-xeon-2vcpu.json";
-  std::string guide = read(std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md");
+  std::string guide = slurp(std::string(DOORBELL_SOURCE_DIR) + "/docs/guide.md");
   std::regex first_figure("(<!--m:p50 ladder/signal_kill_handler-->)[^<]*(<!--/m-->)");
   ASSERT_TRUE(std::regex_search(guide, first_figure));
   std::string drifted = std::regex_replace(guide, first_figure, "$011.00 ns$02",
@@ -440,7 +432,7 @@ TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
   update.push_back("--update");
   r = run_doorbell(update);
   EXPECT_TRUE(r.success()) << r.describe();
-  EXPECT_EQ(read(dir / "guide.md"), guide);
+  EXPECT_EQ(slurp(dir / "guide.md"), guide);
   r = run_doorbell(check);
   EXPECT_TRUE(r.success()) << r.describe();
   r = run_doorbell({"guide", (dir / "missing.json").string(), (dir / "guide.md").string()});

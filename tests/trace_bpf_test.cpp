@@ -51,6 +51,7 @@
 #include "lab/trace/bpf/signal_programs.h"
 #include "lab/trace/render.h"
 #include "lab/trace/tracker.h"
+#include "tests/support/files.h"
 #include "tests/support/run_program.h"
 
 namespace fs = std::filesystem;
@@ -681,12 +682,7 @@ nlohmann::json line_of_type(const std::vector<nlohmann::json>& lines, const std:
   return {};
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using doorbell::test::slurp;
 
 // Whether a tracer has attached all its programs: its fdinfo lists the BPF
 // links, six raw tracepoints and the system calls' two perf events (or a

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sys/tracefs.h"
+#include "tests/support/files.h"
 #include "tests/support/run_program.h"
 
 namespace fs = std::filesystem;
@@ -45,12 +46,7 @@ namespace {
     if (::geteuid() != 0) GTEST_SKIP() << "doorbell trace needs root (tracefs); not root"; \
   } while (0)
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using doorbell::test::slurp;
 
 int host_tracefs_mounts() {
   return tracefs::count_mounts_in(slurp("/proc/1/mountinfo"));
