@@ -164,7 +164,6 @@ void send_frame(int fd, Frame kind, const std::vector<std::uint8_t>& body) {
     else
       send_frame(fd, Frame::repetition, encode_repetition(*rep));
   });
-  board.text[0] = '\0';
   std::snprintf(board.text, sizeof board.text, "its clean-up at the end of its process");
   run_scenario_process_exit_hooks();
   const json end{{"status", static_cast<int>(outcome.status)},

@@ -122,6 +122,11 @@ std::vector<std::function<void(pid_t)>>& after_process_hooks() {
   return hooks;
 }
 
+// A repetition's budget: the scenario's, a fifth of it under --quick.
+double repetition_budget_s(const Scenario& scenario, const RunOptions& options) {
+  return options.quick ? scenario.budget_s / 5.0 : scenario.budget_s;
+}
+
 // Samples longer than the repetition's budget: a sample that outlasts the
 // whole repetition it belongs to is a stall, not a measurement (a lost
 // wake-up, a machine that stopped the process), and the row says so.
@@ -166,7 +171,7 @@ ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
   const uint64_t start = monotonic_ns();
   detail::Plan plan;
   plan.quick = options.quick;
-  plan.budget_s = options.quick ? scenario.budget_s / 5.0 : scenario.budget_s;
+  plan.budget_s = repetition_budget_s(scenario, options);
   plan.samples = options.quick ? std::max<std::size_t>(scenario.samples / 10, 1) : scenario.samples;
   plan.repetitions = std::max(1, options.repetitions);
   plan.limit_s = repetition_limit_s(scenario, options);
@@ -257,8 +262,7 @@ class SubreaperScope {
 
 double repetition_limit_s(const Scenario& scenario, const RunOptions& options) {
   if (options.scenario_timeout_s > 0.0) return options.scenario_timeout_s;
-  const double budget = options.quick ? scenario.budget_s / 5.0 : scenario.budget_s;
-  return 10.0 * budget + 10.0;
+  return 10.0 * repetition_budget_s(scenario, options) + 10.0;
 }
 
 void register_after_scenario_process(std::function<void(pid_t)> hook) {

@@ -30,7 +30,6 @@
 // drains what is left pending before unblocking.
 #include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -53,6 +52,8 @@
 #include "lab/harness/scenario.h"
 #include "lab/scenarios/signalchannel_testing.h"
 #include "sys/error.h"
+#include "sys/proc.h"
+#include "sys/tgkill.h"
 #include "sys/tracefs.h"
 
 namespace doorbell::lab {
@@ -286,8 +287,7 @@ class UvReceiver final : public Receiver {
       auto* self = static_cast<UvReceiver*>(handle->data);
       const int late = signalchannel_testing::libuv_sends_in_stop.load();
       for (int i = 0; i < late; ++i)
-        if (::syscall(SYS_tgkill, ::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)),
-                      self->signo_) == 0)
+        if (sys::tgkill(::getpid(), sys::current_tid(), self->signo_) == 0)
           self->sink_.injected_sends.fetch_add(1, std::memory_order_relaxed);
       uv_signal_stop(&self->signal_);
       uv_close(reinterpret_cast<uv_handle_t*>(&self->signal_), nullptr);

@@ -403,12 +403,13 @@ void run_data(Context& ctx, bool use_ring) {
     const uint64_t t0 = clock.read();
     for (uint64_t i = 0; i < kDataRound; ++i) send(seq++);
     while (shared->received.load(std::memory_order_acquire) < seq) {
-      if (deadline.passed())
+      const uint64_t left = deadline.left_ns();  // one clock read inside the timed round
+      if (left == 0)
         throw WaitTimedOut(
             "timed out waiting for the receiving process to acknowledge "
             "message " +
             std::to_string(seq) + " (it received " + std::to_string(shared->received.load()) + ")");
-      (void)shared->ack.wait_for(std::chrono::nanoseconds(deadline.left_ns()));
+      (void)shared->ack.wait_for(std::chrono::nanoseconds(left));
     }
     const uint64_t t1 = clock.read();
     h.record(clock.to_ns(t1 - t0) / kDataRound);
