@@ -279,13 +279,7 @@ void run_command(const RunArgs& a) {
   if (a.max_handover_us >= 0) options.max_handover_ns = a.max_handover_us * 1000;
   // Where the report goes is checked before anything runs: a bad path must
   // not cost the run.
-  if (!a.json.empty() && !is_stdout(a.json)) {
-    try {
-      lab::check_output_file("--json", a.json);
-    } catch (const lab::OutputFileError& e) {
-      throw UsageError(std::string("partition run: ") + e.what());
-    }
-  }
+  if (!a.json.empty() && !is_stdout(a.json)) check_output_file("partition run", "--json", a.json);
   // Exact first-run and CPU-after-end figures from sched_switch where we may
   // trace (root); else the scheduler's tick-granular CPU-clock figures, which
   // the report marks as such.

@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "sys/fd.h"
 #include "sys/tracefs.h"
 
 namespace doorbell::lab {
@@ -176,11 +177,7 @@ struct SchedSwitchWindows::Session {
   std::mutex mutex;
   std::condition_variable wake;
   bool stop = false;
-  int instances_fd = -1;  // the tracing dir's instances/, for the guardian
-
-  ~Session() {
-    if (instances_fd >= 0) ::close(instances_fd);
-  }
+  sys::UniqueFd instances_fd;  // the tracing dir's instances/, for the guardian
 
   void drain() {
     instance->read(*formats, [this](const tracefs::RawEvent& raw) {
@@ -252,8 +249,8 @@ void SchedSwitchWindows::partitions_started(const std::vector<pid_t>& pids) {
   if (s->switch_id < 0 || s->fork_id < 0)
     throw tracefs::TracefsError("this kernel has no sched:sched_switch / sched_process_fork event");
   s->instance.emplace("partition");
-  s->instances_fd = ::open((tracefs::tracing_dir().path + "/instances").c_str(),
-                           O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  s->instances_fd.reset(::open((tracefs::tracing_dir().path + "/instances").c_str(),
+                               O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   tracefs::Instance& instance = *s->instance;
   instance.tracing_off();
   instance.write("buffer_size_kb", std::to_string(kBufferKb).c_str());
@@ -286,8 +283,8 @@ void SchedSwitchWindows::partitions_started(const std::vector<pid_t>& pids) {
 }
 
 std::vector<partition::ObserverDirectory> SchedSwitchWindows::remove_on_exit() {
-  if (!session_ || !session_->instance || session_->instances_fd < 0) return {};
-  return {{session_->instances_fd, session_->instance->name()}};
+  if (!session_ || !session_->instance || !session_->instances_fd) return {};
+  return {{session_->instances_fd.get(), session_->instance->name()}};
 }
 
 void SchedSwitchWindows::refine(partition::RunReport& report) {
