@@ -717,14 +717,16 @@ class BasicRateLimiter {
         if (word_.compare_exchange_weak(w, pack(window, grant), std::memory_order_release,
                                         std::memory_order_relaxed)) {
           Hooks::point(RateLimitRacePoint::after_open);
-          granted = grant;
-          granted_window = window;
           // With burst 0 the opener is denied: its denial is counted before
           // the report is taken, so that it is in this window's report (as
           // in decide()).
-          if (grant == 0) count_miss(1);
+          if (grant == 0) {
+            count_miss(1);
+            return verdict(false, kReport ? take_report() : 0, window);
+          }
+          granted = grant;
+          granted_window = window;
           if (kReport) report = take_report();
-          if (grant == 0) return verdict(false, report, granted_window);
           break;
         }
         continue;

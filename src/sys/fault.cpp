@@ -38,7 +38,6 @@ struct SiteSlot {
   std::atomic<int> call{0};
 };
 SiteSlot g_sites[kMaxSites];
-std::atomic<std::size_t> g_site_count{0};
 
 bool in_arming_process() noexcept {
   return ::syscall(SYS_getpid) == g_pid.load(std::memory_order_relaxed);
@@ -56,7 +55,6 @@ void record_site(Call call, const std::source_location& where) noexcept {
       if (slot.file.compare_exchange_strong(seen, file, std::memory_order_acq_rel)) {
         slot.line.store(line, std::memory_order_release);
         slot.call.store(static_cast<int>(call), std::memory_order_release);
-        g_site_count.fetch_add(1, std::memory_order_relaxed);
         return;
       }
     }
@@ -155,7 +153,6 @@ void arm(int call, uint32_t nth, int error) noexcept {
     slot.file.store(nullptr, std::memory_order_relaxed);
     slot.line.store(0, std::memory_order_relaxed);
   }
-  g_site_count.store(0, std::memory_order_relaxed);
   g_fired.store(false, std::memory_order_relaxed);
   g_fired_file.store(nullptr, std::memory_order_relaxed);
   g_fired_line.store(0, std::memory_order_relaxed);
