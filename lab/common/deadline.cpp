@@ -57,39 +57,37 @@ void back_off(uint32_t& round) {
   sleep_ns(ns);
 }
 
+// Reaps the child by the deadline; past it, kills and reaps it. Throws
+// std::system_error when waitpid fails (not our child, or already reaped).
+ReapResult reap_by(pid_t pid, const Deadline& deadline) {
+  ReapResult result;
+  for (uint32_t round = 0; !reaped(pid, &result.status); back_off(round)) {
+    if (deadline.passed()) {
+      if (reaped(pid, &result.status)) break;
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &result.status, 0) < 0 && errno == EINTR) {
+      }
+      result.killed = true;
+      break;
+    }
+  }
+  return result;
+}
+
 }  // namespace
 
 int reap_child(pid_t pid, const Deadline& deadline, std::string_view what) {
-  int status = 0;
-  for (uint32_t round = 0; !reaped(pid, &status); back_off(round)) {
-    if (deadline.passed()) {
-      if (reaped(pid, &status)) break;
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      deadline.fail(fmt::format("{} (child {} killed)", what, pid));
-    }
-  }
-  return status;
+  const ReapResult result = reap_by(pid, deadline);
+  if (result.killed) deadline.fail(fmt::format("{} (child {} killed)", what, pid));
+  return result.status;
 }
 
 ReapResult reap_child_or_kill(pid_t pid, const Deadline& deadline) noexcept {
-  ReapResult result;
   try {
-    for (uint32_t round = 0; !reaped(pid, &result.status); back_off(round)) {
-      if (deadline.passed()) {
-        if (reaped(pid, &result.status)) break;
-        ::kill(pid, SIGKILL);
-        while (::waitpid(pid, &result.status, 0) < 0 && errno == EINTR) {
-        }
-        result.killed = true;
-        break;
-      }
-    }
+    return reap_by(pid, deadline);
   } catch (const std::system_error&) {
-    result.status = 0;  // not our child, or already reaped
+    return {};  // not our child, or already reaped
   }
-  return result;
 }
 
 PeerThread::PeerThread(std::function<void()> body, std::function<void()> stop)

@@ -309,18 +309,9 @@ void target_handler(int, siginfo_t* info, void*) {
 
 // ---------------------------------------------------------------- the lab side
 
-void reap(pid_t child, uint64_t patience_ns) {
-  const uint64_t until = monotonic_ns() + patience_ns;
-  int status = 0;
-  for (;;) {
-    const pid_t r = ::waitpid(child, &status, WNOHANG);
-    if (r == child || (r < 0 && errno == ECHILD)) return;
-    if (monotonic_ns() >= until) break;
-    sleep_ns(1'000'000);
-  }
-  ::kill(child, SIGKILL);
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+// Reaps the child if it has ended, else kills and reaps it.
+void reap(pid_t child) {
+  (void)reap_child_or_kill(child, Deadline(0));
 }
 
 // Unmaps the shared block and kills and reaps the children on every path.
@@ -328,8 +319,8 @@ struct RunGuard {
   Shared* shared = nullptr;
   pid_t target = -1, sender = -1;
   ~RunGuard() {
-    if (sender > 0) reap(sender, 0);
-    if (target > 0) reap(target, 0);
+    if (sender > 0) reap(sender);
+    if (target > 0) reap(target);
     if (shared != nullptr) {
       shared->~Shared();
       ::munmap(shared, sizeof(Shared));
@@ -452,7 +443,7 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
   trace.reset();
   // The target keeps nothing worth a clean exit, and asking 33 busy threads
   // to notice a flag takes long on a loaded machine: SIGKILL it.
-  reap(guard.target, 0);
+  reap(guard.target);
   guard.target = -1;
 
   if (sh->send_error.load() != 0)
