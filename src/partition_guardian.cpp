@@ -27,7 +27,7 @@ namespace {
 enum : int { kPartition = 1, kCgroup = 2, kDirectory = 3 };
 constexpr int kMaxPartitions = static_cast<int>(partition::kMaxPartitions);
 constexpr int kMaxCgroups = static_cast<int>(Guardian::kMaxCgroups);
-constexpr int kMaxDirectories = 8;
+constexpr int kMaxDirectories = static_cast<int>(Guardian::kMaxDirectories);
 constexpr int kPathMax = 512;
 
 enum : int { kCgroupV1 = 1, kCgroupKill = 2 };
@@ -324,7 +324,8 @@ Guardian::Guardian(Guardian&& other) noexcept
       pidfd_(std::move(other.pidfd_)),
       pid_(std::exchange(other.pid_, -1)),
       partitions_(std::exchange(other.partitions_, 0)),
-      cgroups_(std::exchange(other.cgroups_, 0)) {}
+      cgroups_(std::exchange(other.cgroups_, 0)),
+      directories_(std::exchange(other.directories_, 0)) {}
 
 Guardian& Guardian::operator=(Guardian&& other) noexcept {
   if (this != &other) {
@@ -334,6 +335,7 @@ Guardian& Guardian::operator=(Guardian&& other) noexcept {
     pid_ = std::exchange(other.pid_, -1);
     partitions_ = std::exchange(other.partitions_, 0);
     cgroups_ = std::exchange(other.cgroups_, 0);
+    directories_ = std::exchange(other.directories_, 0);
   }
   return *this;
 }
@@ -397,12 +399,17 @@ void Guardian::watch_cgroup(const std::string& path, bool v1, bool kill_on_exit)
 }
 
 void Guardian::watch_directory(int dir_fd, const std::string& name) {
+  if (directories_ >= kMaxDirectories)
+    throw std::system_error(
+        ENOSPC, std::generic_category(),
+        "the partition guardian holds " + std::to_string(kMaxDirectories) + " directories at most");
   Message message{};
   message.kind = kDirectory;
   if (name.empty() || name.size() >= static_cast<size_t>(kPathMax))
     throw std::system_error(ENAMETOOLONG, std::generic_category(), "directory " + name);
   std::memcpy(message.path, name.c_str(), name.size() + 1);
   send_with_descriptor(socket_.get(), message, dir_fd, "hand a directory to the guardian");
+  ++directories_;
 }
 
 int Guardian::finish() noexcept {

@@ -43,6 +43,9 @@ class Guardian {
   // How many cgroups it holds: one per partition and the v1 keeper, and a
   // few to spare.
   static constexpr std::size_t kMaxCgroups = partition::kMaxPartitions + 4;
+  // How many directories to remove it holds (a run hands over one: its
+  // tracing instance).
+  static constexpr std::size_t kMaxDirectories = 8;
 
   Guardian() = default;
   Guardian(Guardian&& other) noexcept;
@@ -71,7 +74,8 @@ class Guardian {
   void watch_cgroup(const std::string& path, bool v1, bool kill_on_exit = false);
   // Hands a directory to remove when the scheduler ends: `name` relative to
   // the directory open as dir_fd (sent along, so a private mount reached as
-  // /proc/self/fd/N stays reachable). Throws std::system_error.
+  // /proc/self/fd/N stays reachable). Throws std::system_error (ENOSPC
+  // beyond kMaxDirectories, ENAMETOOLONG).
   void watch_directory(int dir_fd, const std::string& name);
 
   // Closes the socket and waits for the guardian to finish its cleanup.
@@ -86,6 +90,7 @@ class Guardian {
   // limits, so counting here says exactly what it holds.
   std::size_t partitions_ = 0;
   std::size_t cgroups_ = 0;
+  std::size_t directories_ = 0;
 };
 
 }  // namespace doorbell::detail

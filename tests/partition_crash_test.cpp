@@ -505,7 +505,7 @@ TEST(PartitionCrash, PartitionNamedKeeper_V1FreezerRuns) {
 // cgroups (it allocates nothing after fork). It closed the pidfds of further
 // partitions and dropped further cgroups without telling the scheduler:
 // those were never cleaned up on a crash. Handing over more must fail.
-TEST(PartitionGuardian, MorePartitionsOrCgroupsThanItHolds_Refused) {
+TEST(PartitionGuardian, MorePartitionsCgroupsOrDirectoriesThanItHolds_Refused) {
   Sandbox box;  // the child below is killed and reaped whatever happens
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -541,6 +541,23 @@ TEST(PartitionGuardian, MorePartitionsOrCgroupsThanItHolds_Refused) {
   }
   EXPECT_TRUE(refused) << "the guardian took " << cgroups << " cgroups without a word";
   EXPECT_EQ(cgroups, detail::Guardian::kMaxCgroups);
+  // Directories to remove: beyond what it keeps, the guardian closed their
+  // descriptors and dropped them in silence.
+  const int dir_fd = ::open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir_fd, 0);
+  std::size_t directories = 0;
+  refused = false;
+  for (std::size_t i = 0; i < detail::Guardian::kMaxDirectories + 1 && !refused; ++i) {
+    try {
+      guardian.watch_directory(dir_fd, "doorbell-guardian-test-none-" + std::to_string(i));
+      ++directories;
+    } catch (const std::system_error&) {
+      refused = true;
+    }
+  }
+  ::close(dir_fd);
+  EXPECT_TRUE(refused) << "the guardian took " << directories << " directories without a word";
+  EXPECT_EQ(directories, detail::Guardian::kMaxDirectories);
   EXPECT_EQ(guardian.finish(), 0);
   // The guardian killed the partition it holds (kill on exit).
   EXPECT_EQ(Sandbox::wait_exit(child, 10s) != -1, true) << "the held partition was not killed";
