@@ -114,19 +114,17 @@ void run_bench(const BenchOptions& o) {
       write_errors.push_back(e.what());
     }
   };
+  // One document for stdout or the file and for the report; names that are
+  // not UTF-8 are written with U+FFFD.
+  const nlohmann::json document = lab::to_json(results, DOORBELL_VERSION);
+  const auto text = [&] {
+    return document.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  };
   if (json_to_stdout) {
-    std::cout << lab::to_json(results, DOORBELL_VERSION)
-                     .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
-              << "\n"
-              << std::flush;
+    std::cout << text() << std::flush;
     if (!std::cout) write_errors.push_back("cannot write the results (JSON) to stdout");
   } else if (!json_path.empty()) {
-    write("results (JSON): ", json_path, [&] {
-      lab::write_file_atomically(
-          json_path, lab::to_json(results, DOORBELL_VERSION)
-                             .dump(1, ' ', false, nlohmann::json::error_handler_t::replace) +
-                         "\n");
-    });
+    write("results (JSON): ", json_path, [&] { lab::write_file_atomically(json_path, text()); });
   }
   if (!csv_path.empty())
     write("results (CSV):  ", csv_path, [&] {
@@ -139,8 +137,7 @@ void run_bench(const BenchOptions& o) {
     const std::string report_path = out_dir + "/report.html";
     try {
       lab::write_file_atomically(report_path, [&](const std::string& temp) {
-        report::write_html_report({lab::results_from_json(lab::to_json(results, DOORBELL_VERSION))},
-                                  temp);
+        report::write_html_report({lab::results_from_json(document)}, temp);
       });
       human << "report (HTML):  " << report_path << "\n";
     } catch (const std::exception& e) {
