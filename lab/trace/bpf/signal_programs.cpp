@@ -66,22 +66,25 @@ SignalPrograms::SignalPrograms(const Options& options) {
   if (read_id < 0) wait_id = -1;
   // A refusal of the per-call tracepoints' perf events (not of BPF) falls
   // back to the every-call route, saying so.
-  if (!load(options, wait_id, read_id, every_call_why, &messages) &&
-      !load(options, -1, -1, every_call_why, &messages))
+  if (!load(options, wait_id, read_id, every_call_why, messages) &&
+      !load(options, -1, -1, every_call_why, messages))
     throw BpfUnavailable(every_call_why);
 }
 
+void SignalPrograms::unload() noexcept {
+  ring_buffer__free(ring_);
+  ring_ = nullptr;
+  for (bpf_link* link : perf_links_) bpf_link__destroy(link);
+  perf_links_.clear();
+  doorbell_signals__destroy(skeleton_);
+  skeleton_ = nullptr;
+}
+
 bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std::string& why,
-                          CapturedMessagesRef messages_ref) {
-  const CapturedMessages& messages = *static_cast<const CapturedMessages*>(messages_ref);
+                          const CapturedMessages& messages) {
   const bool per_call = wait_id >= 0 && read_id >= 0;
   auto give_up = [&](const std::string& reason) {
-    ring_buffer__free(ring_);
-    ring_ = nullptr;
-    for (bpf_link* l : perf_links_) bpf_link__destroy(l);
-    perf_links_.clear();
-    doorbell_signals__destroy(skeleton_);
-    skeleton_ = nullptr;
+    unload();
     throw BpfUnavailable(reason);
   };
   skeleton_ = doorbell_signals__open();
@@ -115,10 +118,7 @@ bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std:
       if (link == nullptr) {
         why = load_failure("attaching to the system-call tracepoints", errno, messages);
         if (fd >= 0) ::close(fd);
-        for (bpf_link* l : perf_links_) bpf_link__destroy(l);
-        perf_links_.clear();
-        doorbell_signals__destroy(skeleton_);
-        skeleton_ = nullptr;
+        unload();
         return false;  // the caller tries the every-call route
       }
       perf_links_.push_back(link);  // the link owns fd now
@@ -135,9 +135,7 @@ bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std:
 }
 
 SignalPrograms::~SignalPrograms() {
-  ring_buffer__free(ring_);
-  for (bpf_link* link : perf_links_) bpf_link__destroy(link);
-  doorbell_signals__destroy(skeleton_);
+  unload();
 }
 
 std::string SignalPrograms::verifier_summary() const {

@@ -94,9 +94,11 @@ class SignalPrograms {
   // Opens, loads and attaches the skeleton, on the per-call route when both
   // ids are given. Throws BpfUnavailable; returns false (everything undone,
   // `why` set) when only the per-call tracepoints could not be attached.
-  using CapturedMessagesRef = const void*;  // the loader's captured libbpf messages
   bool load(const Options& options, int wait_id, int read_id, std::string& why,
-            CapturedMessagesRef messages);
+            const CapturedMessages& messages);
+  // Frees the ring buffer, the perf links and the skeleton (any of them may
+  // be absent).
+  void unload() noexcept;
 
   doorbell_signals* skeleton_ = nullptr;
   ring_buffer* ring_ = nullptr;
