@@ -22,15 +22,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/doorbell/cli_introspect.h"
 #include "apps/doorbell/command.h"
 
 namespace doorbell::cli {
 namespace {
-
-std::vector<CLI::App*> commands_of(CLI::App& app) {
-  // Nameless subcommands are CLI11 option groups, not commands.
-  return app.get_subcommands([](CLI::App* sub) { return !sub->get_name().empty(); });
-}
 
 std::string option_name(const CLI::Option* opt) {
   if (opt->get_positional()) return opt->get_name(true);
@@ -47,7 +43,7 @@ nlohmann::ordered_json option_json(const CLI::Option* opt) {
   j["names"] = names;
   j["positional"] = opt->get_positional();
   const std::string full = opt->get_type_name();
-  j["type"] = full.substr(0, full.find(':'));
+  j["type"] = base_type(full);
   j["full_type"] = full;
   static const std::regex range(R"(in \[([^ \]]+) - ([^ \]]+)\])");
   std::smatch m;
@@ -55,21 +51,7 @@ nlohmann::ordered_json option_json(const CLI::Option* opt) {
     j["range"] = {std::stod(m[1].str()), std::stod(m[2].str())};
   else
     j["range"] = nullptr;
-  std::vector<std::string> choices;
-  const auto open = full.find('{'), close = full.find('}');
-  if (open != std::string::npos && close != std::string::npos && close > open) {
-    std::string item;
-    for (char c : full.substr(open + 1, close - open - 1)) {
-      if (c == ',') {
-        choices.push_back(item);
-        item.clear();
-      } else {
-        item += c;
-      }
-    }
-    if (!item.empty()) choices.push_back(item);
-  }
-  j["choices"] = choices;
+  j["choices"] = choices_of(full);
   j["flag"] = opt->get_items_expected_max() == 0;
   j["expected_min"] = opt->get_items_expected_min();
   j["expected_max"] = opt->get_items_expected_max();

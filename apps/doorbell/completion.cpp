@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/doorbell/cli_introspect.h"
 #include "apps/doorbell/command.h"
 
 namespace doorbell::cli {
@@ -30,11 +31,6 @@ struct ValueOption {
   bool text = false;                 // a text value: complete file names
   bool scenario = false;             // a scenario name (type SCENARIO)
 };
-
-// The type CLI11 shows before any validator: "TEXT", "INT", "FILE", ...
-std::string base_type(const std::string& type_name) {
-  return type_name.substr(0, type_name.find(':'));
-}
 
 // A value completed with file names: text and the paths the commands
 // declare (apps/doorbell/options.h).
@@ -52,30 +48,6 @@ struct Node {
   bool positionals = false;  // that take any text: file names
   bool pids = false;         // a PID positional: process ids
 };
-
-std::vector<CLI::App*> commands_of(CLI::App& app) {
-  // Nameless subcommands are CLI11 option groups, not commands.
-  return app.get_subcommands([](CLI::App* sub) { return !sub->get_name().empty(); });
-}
-
-// "TEXT:{default,full}" -> {"default", "full"}.
-std::vector<std::string> choices_of(const std::string& type_name) {
-  std::vector<std::string> out;
-  const auto open = type_name.find('{');
-  const auto close = type_name.find('}', open);
-  if (open == std::string::npos || close == std::string::npos) return out;
-  std::string item;
-  for (char c : type_name.substr(open + 1, close - open - 1)) {
-    if (c == ',') {
-      if (!item.empty()) out.push_back(item);
-      item.clear();
-    } else {
-      item += c;
-    }
-  }
-  if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 void collect(CLI::App& app, const std::string& path, std::vector<Node>& nodes) {
   Node node;
