@@ -34,19 +34,25 @@ constexpr int kMaxEvents = 64;
                               "closing it)");
 }
 
-}  // namespace
-
-EventLoop::EventLoop() {
-  epoll_fd_ = sys::epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) sys::throw_errno("EventLoop: epoll_create1");
+// A new epoll instance with the loop's notifier registered; `create_what`
+// and `add_what` name the step in the error.
+sys::UniqueFd epoll_with_notifier(int notifier_fd, const char* create_what, const char* add_what) {
+  sys::UniqueFd epoll(sys::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll) sys::throw_errno(create_what);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kNotifierSerial;
-  if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0) {
-    const int error = errno;
-    sys::close(epoll_fd_);
-    sys::throw_errno(error, "EventLoop: epoll_ctl(ADD, notifier)");
-  }
+  if (sys::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, notifier_fd, &ev) != 0) sys::throw_errno(add_what);
+  return epoll;
+}
+
+}  // namespace
+
+// In the body: notifier_ is declared after epoll_fd_, so it exists only here.
+EventLoop::EventLoop() {
+  epoll_fd_ = epoll_with_notifier(notifier_.fd(), "EventLoop: epoll_create1",
+                                  "EventLoop: epoll_ctl(ADD, notifier)")
+                  .release();
 }
 
 EventLoop::~EventLoop() {
@@ -78,13 +84,10 @@ uint32_t EventLoop::to_epoll(uint32_t events) const {
 // number now names another file, is not, and stays in the tables to be
 // reported at its next remove(), modify() or add(), as before.
 void EventLoop::rebuild_epoll() {
-  sys::UniqueFd fresh(sys::epoll_create1(EPOLL_CLOEXEC));
-  if (!fresh) sys::throw_errno("EventLoop: epoll_create1 (rebuilding after an fd closed under it)");
+  sys::UniqueFd fresh = epoll_with_notifier(
+      notifier_.fd(), "EventLoop: epoll_create1 (rebuilding after an fd closed under it)",
+      "EventLoop: epoll_ctl(ADD, notifier) (rebuilding)");
   epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = kNotifierSerial;
-  if (sys::epoll_ctl(fresh.get(), EPOLL_CTL_ADD, notifier_.fd(), &ev) != 0)
-    sys::throw_errno("EventLoop: epoll_ctl(ADD, notifier) (rebuilding)");
   for (const auto& [fd, registration] : by_fd_) {
     ev.events = registration->events;
     ev.data.u64 = registration->serial;
