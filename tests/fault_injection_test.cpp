@@ -75,6 +75,7 @@
 #include "doorbell/timer.h"
 #include "sys/fault.h"
 #include "tests/support/cgroup_probe.h"
+#include "tests/support/threads.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -169,7 +170,7 @@ struct Snapshot {
   std::set<std::string> fds;
   std::string mask;
   std::map<int, std::string> dispositions;
-  std::size_t threads = 0;
+  std::set<pid_t> threads;  // the IDs in /proc/self/task
 };
 
 std::set<std::string> list_dir(const char* path) {
@@ -222,7 +223,7 @@ Snapshot take_snapshot() {
     struct sigaction action {};
     if (::sigaction(signo, nullptr, &action) == 0) s.dispositions[signo] = describe_action(action);
   }
-  s.threads = list_dir("/proc/self/task").size();
+  s.threads = test::thread_ids();
   return s;
 }
 
@@ -265,15 +266,24 @@ std::vector<std::string> compare(const Snapshot& before, const Snapshot& after) 
                          it->second);
   }
   if (after.threads != before.threads) {
-    std::string names;
-    for (const std::string& tid : list_dir("/proc/self/task")) {
-      std::ifstream comm("/proc/self/task/" + tid + "/comm");
-      std::string name;
-      std::getline(comm, name);
-      names += " " + tid + ":" + name;
-    }
-    problems.push_back("threads: " + std::to_string(before.threads) + " before, " +
-                       std::to_string(after.threads) + " after (now" + names + ")");
+    const auto describe = [](const std::set<pid_t>& tids) {
+      std::string names;
+      for (pid_t tid : tids) {
+        std::ifstream comm("/proc/self/task/" + std::to_string(tid) + "/comm");
+        std::string name;
+        std::getline(comm, name);
+        names += " " + std::to_string(tid) + (name.empty() ? "" : ":" + name);
+      }
+      return names;
+    };
+    std::set<pid_t> started, gone;
+    for (pid_t tid : after.threads)
+      if (before.threads.count(tid) == 0) started.insert(tid);
+    for (pid_t tid : before.threads)
+      if (after.threads.count(tid) == 0) gone.insert(tid);
+    if (!started.empty()) problems.push_back("threads left running:" + describe(started));
+    if (!gone.empty())
+      problems.push_back("threads that were there before are gone:" + describe(gone));
   }
   return problems;
 }
@@ -284,12 +294,10 @@ std::vector<std::string> compare(const Snapshot& before, const Snapshot& after) 
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   fault::set_report_fd(STDERR_FILENO);
-#if defined(__SANITIZE_THREAD__)
-  // ThreadSanitizer starts threads of its own when the first thread is made
-  // in a process (a forked child included): let them exist before the
+  // A sanitizer's runtime starts threads of its own with the first thread
+  // made in a process (a forked child included): let them exist before the
   // snapshot, so that only the operation's threads count.
-  std::thread([] {}).join();
-#endif
+  test::start_runtime_threads();
   const Snapshot before = take_snapshot();
   std::vector<std::string> escaped;
   try {
@@ -302,11 +310,8 @@ std::vector<std::string> compare(const Snapshot& before, const Snapshot& after) 
   fault::disarm();
   // Threads that were joined may linger in /proc a moment; children the
   // operation reaped are gone at once.
-  Snapshot after = take_snapshot();
-  for (int i = 0; i < 200 && after.threads != before.threads; ++i) {
-    std::this_thread::sleep_for(5ms);
-    after = take_snapshot();
-  }
+  test::threads_settled_to(before.threads);
+  const Snapshot after = take_snapshot();
   std::vector<std::string> problems = window.problems;
   for (const std::string& p : escaped) problems.push_back(p);
   for (const std::string& p : compare(before, after)) problems.push_back(p);

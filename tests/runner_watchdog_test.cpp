@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -30,6 +31,7 @@
 #include "lab/common/deadline.h"
 #include "lab/harness/results.h"
 #include "lab/harness/runner.h"
+#include "tests/support/threads.h"
 
 namespace doorbell::lab {
 namespace {
@@ -139,15 +141,6 @@ const Registrar kWatchdogScenarios{std::vector<Scenario>{
          }},
 }};
 
-std::size_t entries_in(const std::string& dir) {
-  std::size_t n = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(dir, ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-    ++n;
-  return n;
-}
-
 // The children of every thread of this process, as /proc lists them.
 std::string children_of_self() {
   std::string all;
@@ -176,8 +169,8 @@ json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std:
     ::close(fds[0]);
     // A sanitizer's runtime (TSan) starts a thread of its own with the
     // process's first thread: start it now, so that it is in the baseline.
-    std::thread([] {}).join();
-    const std::size_t threads_before = entries_in("/proc/self/task");
+    test::start_runtime_threads();
+    const std::set<pid_t> threads_before = test::thread_ids();
     const RunResults results = run_scenarios(options, select_scenarios(options));
     json report;
     for (const auto& s : results.scenarios)
@@ -196,7 +189,7 @@ json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std:
     std::ostringstream table;
     print_table(results, table);
     report["table"] = table.str();
-    report["threads"] = entries_in("/proc/self/task");
+    report["threads"] = test::threads_settled_to(threads_before);
     report["threads_before"] = threads_before;
     report["children"] = children_of_self();
     const std::string text = report.dump();

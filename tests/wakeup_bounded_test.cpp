@@ -14,11 +14,13 @@
 #include <climits>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "lab/harness/runner.h"
 #include "lab/scenarios/wakeup_channels.h"
+#include "tests/support/threads.h"
 
 namespace doorbell::lab {
 namespace {
@@ -83,19 +85,15 @@ const Registrar kLossyRows{std::vector<Scenario>{
      .run = [](Context& ctx) { wakeup::run_rtt_threads(ctx, "futex", lossy(40)); }},
 }};
 
-// The threads of this process. A sanitizer's runtime (TSan) starts a thread
-// of its own with the process's first thread; it is started here first, so
-// that a count before and after a run compares the run's threads only.
-std::size_t threads_of_this_process() {
+// The threads of this process, with a sanitizer's own (TSan's) started
+// first, so that a comparison before and after a run sees the run's only.
+std::set<pid_t> threads_of_this_process() {
   static const bool runtime_started = [] {
-    std::thread([] {}).join();
+    test::start_runtime_threads();
     return true;
   }();
   (void)runtime_started;
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
-    ++n;
-  return n;
+  return test::thread_ids();
 }
 
 ScenarioResult run_row(const std::string& name, bool isolate) {
@@ -113,7 +111,7 @@ ScenarioResult run_row(const std::string& name, bool isolate) {
 TEST(WakeupBounded, LostAcknowledgementFailsTheThroughputRowWithItsRound) {
   for (bool isolate : {true, false}) {
     SCOPED_TRACE(isolate ? "in a process of its own" : "in this process");
-    const std::size_t threads_before = threads_of_this_process();
+    const std::set<pid_t> threads_before = threads_of_this_process();
     const ScenarioResult r = run_row("wakeuptest/throughput_lossy", isolate);
     EXPECT_EQ(r.status, ScenarioResult::Status::failed);
     EXPECT_EQ(r.failure.kind, "error") << r.reason;  // its own wait, not the watchdog
@@ -122,21 +120,21 @@ TEST(WakeupBounded, LostAcknowledgementFailsTheThroughputRowWithItsRound) {
     EXPECT_NE(r.failure.phase.find("warm-up"), std::string::npos) << r.failure.phase;
     EXPECT_GE(r.wall_s, 1.5 * 0.99);  // it waited until the deadline (lower bound only)
     // The receiver, asleep after the lost send, was woken and joined.
-    EXPECT_EQ(threads_of_this_process(), threads_before);
+    EXPECT_EQ(test::threads_settled_to(threads_before), threads_before);
   }
 }
 
 TEST(WakeupBounded, UnansweredRoundTripIsRescuedAndFailsTheRow) {
   for (bool isolate : {true, false}) {
     SCOPED_TRACE(isolate ? "in a process of its own" : "in this process");
-    const std::size_t threads_before = threads_of_this_process();
+    const std::set<pid_t> threads_before = threads_of_this_process();
     const ScenarioResult r = run_row("wakeuptest/rtt_lossy", isolate);
     EXPECT_EQ(r.status, ScenarioResult::Status::failed);
     EXPECT_EQ(r.failure.kind, "error") << r.reason;
     EXPECT_NE(r.reason.find("timed out waiting for the answer to round trip"), std::string::npos)
         << r.reason;
     EXPECT_NE(r.reason.find("woken by the rescuer"), std::string::npos) << r.reason;
-    EXPECT_EQ(threads_of_this_process(), threads_before);
+    EXPECT_EQ(test::threads_settled_to(threads_before), threads_before);
   }
 }
 
