@@ -23,10 +23,12 @@
 #include <csignal>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sys/tracefs.h"
@@ -43,13 +45,38 @@ double total(const nlohmann::json& scenario, const std::string& counter) {
   return sum;
 }
 
-// Processes still named like the lab's target.
+// The parent and state of process `pid` from /proc/PID/stat, or {0, 0}.
+std::pair<pid_t, char> parent_and_state(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t close = stat.rfind(')');  // the name may hold spaces and ')'
+  if (close == std::string::npos) return {0, 0};
+  char state = 0;
+  pid_t parent = 0;
+  std::istringstream(stat.substr(close + 1)) >> state >> parent;
+  return {parent, state};
+}
+
+// Processes named like the lab's target that are still alive and descend
+// from this test's process: targets of lab runs by other tests running at
+// the same time (ctest -j) are not ours. A target the lab left behind after
+// its bench process ended is reparented to us: the test's process is a
+// subreaper (set once, here).
 int targets_alive() {
+  static const bool subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  (void)subreaper;
+  const pid_t self = ::getpid();
   int count = 0;
   DIR* proc = opendir("/proc");
   while (const dirent* e = readdir(proc)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    if (slurp(std::string("/proc/") + e->d_name + "/comm") == "db-e2e-target\n") ++count;
+    if (slurp(std::string("/proc/") + e->d_name + "/comm") != "db-e2e-target\n") continue;
+    const auto [parent, state] = parent_and_state(static_cast<pid_t>(std::atoi(e->d_name)));
+    if (state == 'Z' || state == 'X' || state == 0) continue;
+    // Up the chain of parents to us or to the top.
+    pid_t up = parent;
+    for (int depth = 0; depth < 64 && up > 1 && up != self; ++depth)
+      up = parent_and_state(up).first;
+    if (up == self) ++count;
   }
   closedir(proc);
   return count;
@@ -63,8 +90,12 @@ TEST(E2eLab, EverySignalAccountedForAndNothingLeftBehind) {
   const int host_mounts_before = host_tracefs_mounts();
   const std::string json_path = testing::TempDir() + "/e2e_" + std::to_string(getpid()) + ".json";
   const int before = targets_alive();
+  // The rows' full waits (250 ms a signal and a last chance of as long), not
+  // --quick's 50 ms: with two CPU hogs beside it, every-thread's quick row
+  // lost 1 signal of 5 in 1 of 120 runs, a signal slower than the wait (the
+  // lab counts it in 'lost', as it should), not one the lab lost.
   const doorbell::test::RunResult r = doorbell::test::run_doorbell(
-      {"bench", "--quick", "--repeat", "2", "--no-progress", "--filter",
+      {"bench", "--repeat", "2", "--no-progress", "--filter",
        "e2e/signal:threads=2,policy=receiver-fifo,main=busy", "--filter",
        "e2e/signal:threads=2,policy=every-thread,main=busy", "--json", json_path},
       {.timeout = std::chrono::seconds(240)});
@@ -158,9 +189,15 @@ std::vector<std::string> environment_with_source(const std::string& source) {
   return out;
 }
 
+// The row's full budget (a 150 ms window, 250 ms for each signal and a last
+// chance of as long) and two repetitions, not --quick's 30 ms window and
+// 50 ms waits: on a loaded machine a busy target's first signal can wait
+// longer than that (350-410 ms seen with two CPU hogs beside the run on two
+// vCPUs), and a row that handled nothing has no split to check (14 of 40
+// quick runs handled nothing there; the lab counts them in 'lost', as it
+// should).
 std::vector<std::string> row_arguments(const std::string& json_path) {
-  return {"bench",    "--quick", "--repeat", "1",      "--no-progress",
-          "--filter", kRow,      "--json",   json_path};
+  return {"bench", "--repeat", "2", "--no-progress", "--filter", kRow, "--json", json_path};
 }
 
 // A results file of this test, removed when the test ends.
