@@ -28,10 +28,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "sys/tracefs.h"
+#include "tests/support/cgroup_probe.h"
 #include "tests/support/files.h"
 #include "tests/support/run_program.h"
 
@@ -43,17 +43,6 @@ double total(const nlohmann::json& scenario, const std::string& counter) {
   double sum = 0;
   for (const auto& v : scenario["counters"][counter]["per_repetition"]) sum += v.get<double>();
   return sum;
-}
-
-// The parent and state of process `pid` from /proc/PID/stat, or {0, 0}.
-std::pair<pid_t, char> parent_and_state(pid_t pid) {
-  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
-  const std::size_t close = stat.rfind(')');  // the name may hold spaces and ')'
-  if (close == std::string::npos) return {0, 0};
-  char state = 0;
-  pid_t parent = 0;
-  std::istringstream(stat.substr(close + 1)) >> state >> parent;
-  return {parent, state};
 }
 
 // Processes named like the lab's target that are still alive and descend
@@ -70,12 +59,13 @@ int targets_alive() {
   while (const dirent* e = readdir(proc)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     if (slurp(std::string("/proc/") + e->d_name + "/comm") != "db-e2e-target\n") continue;
-    const auto [parent, state] = parent_and_state(static_cast<pid_t>(std::atoi(e->d_name)));
-    if (state == 'Z' || state == 'X' || state == 0) continue;
+    const int pid = std::atoi(e->d_name);
+    const char state = doorbell::test::process_state(pid);
+    if (state == '\0' || state == 'Z' || state == 'X') continue;
     // Up the chain of parents to us or to the top.
-    pid_t up = parent;
+    int up = doorbell::test::parent_pid(pid);
     for (int depth = 0; depth < 64 && up > 1 && up != self; ++depth)
-      up = parent_and_state(up).first;
+      up = doorbell::test::parent_pid(up);
     if (up == self) ++count;
   }
   closedir(proc);

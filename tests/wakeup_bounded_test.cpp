@@ -12,11 +12,9 @@
 
 #include <atomic>
 #include <climits>
-#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "lab/harness/runner.h"
 #include "lab/scenarios/wakeup_channels.h"
