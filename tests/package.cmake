@@ -25,3 +25,11 @@ if(DOORBELL_INSTALL AND TARGET doorbell_cli)
                          PROPERTIES LABELS package SKIP_RETURN_CODE 77)
   endif()
 endif()
+
+# The README's library build without a build type is optimised (Release).
+if(PROJECT_IS_TOP_LEVEL)
+  add_test(NAME Package.LibraryBuildDefaultsToRelease
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/package/default_build_type.sh
+                   ${PROJECT_SOURCE_DIR})
+  set_tests_properties(Package.LibraryBuildDefaultsToRelease PROPERTIES LABELS package TIMEOUT 300)
+endif()
