@@ -33,6 +33,12 @@ enum class SignalChannelRacePoint {
   // In SignalChannel::receive() (either mechanism), on the consumer thread:
   // about to sleep in poll(2) (after the spin, if any). signo is 0.
   receive_before_sleep,
+  // In the mask check of the constructor (check_blocked_in_every_thread /
+  // check_unblocked_in_some_thread), on the constructing thread: a thread
+  // was seen in glibc's all-blocked window (not started yet, or ending), so
+  // its own mask is unknown; the check reads it again after this point.
+  // signo is the thread's ID.
+  mask_check_thread_unsettled,
 };
 
 using SignalChannelHook = void (*)(SignalChannelRacePoint point, int signo) noexcept;

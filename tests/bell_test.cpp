@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <stdexcept>
 #include <thread>
+
+#include "tests/signal_test_support.h"
 
 using namespace std::chrono_literals;
 using doorbell::Bell;
@@ -44,6 +47,29 @@ TEST(Bell, WaitForTimesOutAfterAtLeastTheDuration) {
     EXPECT_FALSE(bell.wait_until(Bell::Clock::now() - 1s));
     EXPECT_FALSE(bell.wait_for(5ms, Bell::Spin{1000}));
   }
+}
+
+// Issue 36: the spin ignored the deadline, so wait_for(10ms, Spin{UINT32_MAX})
+// spun for minutes. The spin checks the deadline too. Run in a child with a
+// generous limit (a hang is a failure, not a timing assertion).
+TEST(Bell, SpinEndsAtTheDeadline) {
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [] {
+        for (auto scope : {Bell::Scope::shared, Bell::Scope::process_private}) {
+          Bell bell(scope);
+          if (bell.wait_for(10ms, Bell::Spin{UINT32_MAX})) return 1;
+          if (bell.wait_until(Bell::Clock::now() + 10ms, Bell::Spin{UINT32_MAX})) return 2;
+          if (bell.waiters() != 0) return 3;
+          // A ring during a long spin is still taken.
+          bell.ring();
+          if (!bell.wait_for(10ms, Bell::Spin{UINT32_MAX})) return 4;
+        }
+        return 0;
+      },
+      10s);
+  EXPECT_FALSE(outcome.timed_out) << "wait_for(10ms, Spin{UINT32_MAX}) still spinning after 10 s";
+  EXPECT_TRUE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0)
+      << doorbell::testing::describe_wait_status(outcome.status);
 }
 
 TEST(Bell, WaitUntilAFutureDeadline) {
