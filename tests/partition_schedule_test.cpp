@@ -110,6 +110,47 @@ TEST(PartitionSchedule, TouchingWindowsOfOnePartition_IncludingAcrossTheFrame) {
   EXPECT_EQ(error_line(wrap), 40);
 }
 
+// Issue 36: one partition owning the whole frame was refused as "windows
+// ... at lines 6 and 6 touch": a window does not touch itself.
+TEST(PartitionSchedule, OneWindowOwningTheWholeFrame_Accepted) {
+  Schedule s;
+  s.major_frame_ns = 20'000'000;
+  s.partitions.push_back({"A", {"true"}, {}, {}, {}, 3});
+  s.windows.push_back({"A", 0, 20'000'000, 6});
+  std::string message;
+  EXPECT_EQ(error_line(s, &message), -1) << message;
+}
+
+// Issue 36: env = { "BAD=NAME" = "x" } was accepted (the child's environment
+// would have had "BAD=NAME=x", a variable BAD).
+TEST(PartitionSchedule, EnvNameWithEqualsOrEmpty_Refused) {
+  for (const char* name : {"BAD=NAME", ""}) {
+    Schedule s = valid();
+    s.partitions[1].environment = {{"GOOD", "1"}, {name, "x"}};
+    std::string message;
+    EXPECT_EQ(error_line(s, &message), 14) << name;
+    EXPECT_THAT(message, HasSubstr("env name '" + std::string(name) + "'"));
+  }
+}
+
+// Issue 36: a 20 us frame (error 2509%) was accepted without a word.
+TEST(PartitionSchedule, WindowsShorterThanTheFloor_Warned) {
+  Schedule s = valid();
+  validate(s);
+  EXPECT_TRUE(schedule_warnings(s).empty());
+  Schedule tiny;
+  tiny.major_frame_ns = 20'000;
+  tiny.partitions.push_back({"A", {"true"}, {}, {}, {}, 3});
+  tiny.partitions.push_back({"B", {"true"}, {}, {}, {}, 4});
+  tiny.windows.push_back({"A", 0, 10'000, 7});
+  tiny.windows.push_back({"B", 10'000, 10'000, 8});
+  validate(tiny);
+  const auto warnings = schedule_warnings(tiny);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("2 windows shorter than"));
+  EXPECT_THAT(warnings[0], HasSubstr("line 7"));
+}
+
 TEST(PartitionSchedule, DuplicateAndBadNames_PartitionWithoutWindow) {
   Schedule dup = valid();
   dup.partitions[1].name = "A";
@@ -454,6 +495,19 @@ TEST(PartitionCheckCli, BadFile_ExitsTwoNamingFileAndLineOnStderr) {
   EXPECT_THAT(r.err,
               HasSubstr("partition: " + file.path + ":17: window names unknown partition 'X'"));
   EXPECT_EQ(r.out, "");
+}
+
+// Issue 36: `check` warns about a frame that cannot be met, and still
+// exits 0 (the schedule is valid).
+TEST(PartitionCheckCli, ShortWindows_WarnOnStderr) {
+  std::string text = replace(kValid, "major_frame_ms = 20", "major_frame_ms = 0.02");
+  text = replace(text, "duration_ms = 10", "duration_ms = 0.01");
+  text = replace(text, "offset_ms = 10", "offset_ms = 0.01");
+  text = replace(text, "duration_ms = 10", "duration_ms = 0.01");
+  const TempFile file(text);
+  const test::RunResult r = test::run_doorbell({"partition", "check", file.path});
+  EXPECT_EQ(r.exit_code(), 0) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr("warning: 2 windows shorter than"));
 }
 
 TEST(PartitionCheckCli, MissingFile_ExitsTwo) {
