@@ -241,3 +241,10 @@ std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunRepor
 }
 
 }  // namespace doorbell::partition
+
+namespace doorbell::partition {
+// Declared first, so that the tests build and fail on the old behaviour.
+std::vector<std::string> schedule_warnings(const Schedule&) {
+  return {};
+}
+}  // namespace doorbell::partition

@@ -223,6 +223,25 @@ TEST(PartitionRunCli, SigkillLeavesNoTracingInstance) {
   fs::remove_all(dir);
 }
 
+// Issue 36: a 10-minute run wrote a 37 MB JSON. The per-window records are
+// capped (--max-window-records), with the number left out said; the
+// summaries cover every window.
+TEST(PartitionRunCli, WindowRecordsCappedWithOmittedCount) {
+  const std::string dir = temp_dir();
+  const std::string s = schedule(dir);
+  const auto r = run_doorbell({"partition", "run", s, "--frames", "4", "--max-window-records",
+                               "3", "--json", dir + "/r.json", "--no-trace"},
+                              {.timeout = 60s});
+  ASSERT_EQ(r.exit_code(), 0) << r.describe();
+  std::ifstream in(dir + "/r.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["windows"].size(), 3u);
+  EXPECT_EQ(j["windows_omitted"], 5);
+  EXPECT_EQ(j["summaries"][0]["windows"].get<int>() + j["summaries"][0]["unmeasured"].get<int>(),
+            4);
+  fs::remove_all(dir);
+}
+
 // Schedule files: a directory, a missing file, a CPU this machine lacks.
 TEST(PartitionRunCli, ScheduleFileMessages) {
   const std::string dir = temp_dir();

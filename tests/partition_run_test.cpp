@@ -329,6 +329,36 @@ TEST(PartitionRun, MissingCommand_IsAScheduleErrorNamingTheLine) {
   }
 }
 
+// Issue 36: after a long run the analysis (the observer's refine()) took
+// minutes while the partitions stayed half-scheduled (one running, the
+// others frozen). Every partition is released (here killed and reaped:
+// OnSchedulerExit::kill) before refine() is called.
+struct SeesPartitionsAtRefine final : WindowObserver {
+  std::vector<pid_t> pids;
+  std::vector<bool> alive_at_refine;
+  bool refined = false;
+  void partitions_started(const std::vector<pid_t>& started) override { pids = started; }
+  void refine(RunReport&) override {
+    refined = true;
+    for (pid_t pid : pids) alive_at_refine.push_back(::kill(pid, 0) == 0);
+  }
+};
+
+TEST(PartitionRun, PartitionsReleasedBeforeTheObserverRefines) {
+  const std::string dir = temp_dir();
+  Scheduler scheduler(two_partitions(dir, SuspendMethod::sigstop_all_threads, 1));
+  SeesPartitionsAtRefine observer;
+  RunOptions options;
+  options.frames = 3;
+  options.observer = &observer;
+  scheduler.run(options);
+  ASSERT_TRUE(observer.refined);
+  ASSERT_EQ(observer.alive_at_refine.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_FALSE(observer.alive_at_refine[i]) << "partition " << i << " still held at refine()";
+  fs::remove_all(dir);
+}
+
 Scheduler* g_stop_target = nullptr;
 
 void request_stop_from_handler(int) {

@@ -317,6 +317,39 @@ TEST(PartitionWindowTrace, ExitedTid_ReusedByAnotherProcess_NotCounted) {
   EXPECT_EQ(r.windows[0].cpu_after_end_ns, 0);
 }
 
+// Issue 36: after ~10 minutes (20,291 frames, 3.07 M sched events) the
+// matching took 1.5-2 minutes at 100% CPU: every window scanned every run
+// interval of its partition (windows x intervals). Each interval is now
+// examined a bounded number of times. Asserted by count, never by time.
+TEST(PartitionWindowTrace, ManyFrames_IntervalsExaminedLinearly) {
+  constexpr int64_t kWindows = 5'000;
+  RunReport r;
+  std::vector<SchedEvent> events;
+  events.push_back({1, 0, SchedEvent::fork, 100, 101});
+  for (int64_t i = 0; i < kWindows; ++i) {
+    // Window [t, t+5000), suspended at its end, noticed stopped at t+5300;
+    // 100 runs on CPU 0 [t+10, t+5100), 101 on CPU 1 [t+20, t+5200).
+    const int64_t t = 10'000 + i * 10'000;
+    r.windows.push_back(traced(t, t, t + 5000, t + 5000, t + 5300));
+    events.push_back(sw(static_cast<uint64_t>(t + 10), 0, 0, 100));
+    events.push_back(sw(static_cast<uint64_t>(t + 5100), 0, 100, 0));
+    events.push_back(sw(static_cast<uint64_t>(t + 20), 1, 0, 101));
+    events.push_back(sw(static_cast<uint64_t>(t + 5200), 1, 101, 0));
+  }
+  const std::size_t n_events = events.size();
+  const lab::TraceFigures f = lab::apply_sched_events(std::move(events), {100}, r);
+  EXPECT_EQ(f.first_runs, static_cast<std::size_t>(kWindows));
+  EXPECT_EQ(f.stops, static_cast<std::size_t>(kWindows));
+  for (int64_t i : {int64_t{0}, kWindows / 2, kWindows - 1}) {
+    const int64_t t = 10'000 + i * 10'000;
+    EXPECT_EQ(r.windows[i].first_run_ns, t + 10) << i;
+    EXPECT_EQ(r.windows[i].stopped_ns, t + 5200) << i;
+    EXPECT_EQ(r.windows[i].cpu_after_end_ns, 100 + 200) << i;
+  }
+  EXPECT_LE(f.intervals_examined, 8 * (n_events + r.windows.size()))
+      << "intervals examined grow with windows x intervals";
+}
+
 // --- real runs (root) ----------------------------------------------------------
 
 #ifdef DOORBELL_PARTITION_PROG

@@ -219,12 +219,25 @@ class ScheduleError : public std::invalid_argument {
 };
 
 // Checks and completes a schedule: partition names (valid, unique), each has
-// a command or an entry, windows name known partitions, durations > 0,
+// a command or an entry, env names non-empty without '=', windows name
+// known partitions, durations > 0,
 // offsets >= 0, no window past the end of the frame, no two windows overlap,
-// no two windows of one partition touch (merge them), every partition has a
+// no two windows of one partition touch (merge them; one window owning the
+// whole frame is fine), every partition has a
 // window, at most kMaxPartitions partitions. Sorts windows by offset and
 // fills partition_index. Throws ScheduleError naming the offending line.
 void validate(Schedule& schedule);
+
+// Windows shorter than this are warned about (schedule_warnings): a
+// suspension and a resume take tens to hundreds of microseconds
+// (docs/partition.md, "Measured"), so such a window is overrun by much of its
+// length (a 20 us frame measured a scheduling error of 2509%).
+inline constexpr int64_t kShortWindowNs = 1'000'000;
+
+// What a valid (validate()d) schedule will not meet, one line each, for the
+// user to see before a run: windows shorter than kShortWindowNs. Empty when
+// nothing is amiss. `doorbell partition check` and `run` print them.
+std::vector<std::string> schedule_warnings(const Schedule& schedule);
 
 struct RunReport;
 

@@ -122,6 +122,7 @@ TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vecto
       int64_t first = 0;
       bool wake = false;
       for (std::size_t i = 0; i < list.size(); ++i) {
+        ++figures.intervals_examined;
         const Interval& r = list[i];
         if (r.out <= w.resume_requested_ns || r.in >= until) continue;
         const int64_t at = std::max(r.in, w.resume_requested_ns);
@@ -144,7 +145,7 @@ TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vecto
       // traced) the noticed time stays.
       int64_t last = 0;
       for (const Interval& r : list)
-        if (r.out > w.suspend_requested_ns && r.in < w.stopped_ns)
+        if (++figures.intervals_examined, r.out > w.suspend_requested_ns && r.in < w.stopped_ns)
           last = std::max(last, std::min(r.out, w.stopped_ns));
       if (last > 0) {
         w.stopped_ns = last;
@@ -154,6 +155,7 @@ TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vecto
     if (w.stopped_ns > 0) {
       int64_t cpu = 0;
       for (const Interval& r : list) {
+        ++figures.intervals_examined;
         const int64_t in = std::max(r.in, w.nominal_end_ns);
         const int64_t out = std::min(r.out, w.stopped_ns);
         if (out > in) cpu += out - in;

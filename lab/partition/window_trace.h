@@ -64,6 +64,9 @@ struct TraceFigures {
   std::size_t first_runs_from_wakeup = 0;  // of those, started from idle without a switch event
   std::size_t cpu_after_end = 0;           // windows given a CPU-after-end figure
   std::size_t stops = 0;                   // windows whose stop time came from a switch-out
+  // Run intervals looked at while matching them with the windows: the work
+  // done, which must grow with intervals + windows, not their product.
+  std::size_t intervals_examined = 0;
 };
 
 // Matches events (any order) with the windows of `report`: sets first_run_ns
