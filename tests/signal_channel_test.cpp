@@ -319,7 +319,8 @@ TYPED_TEST(SignalChannelTest, UseInForkedChildIsReported) {
 
 TYPED_TEST(SignalChannelTest, RefusedSignalsThrow) {
   for (const int signo :
-       {0, SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, 32, 33, SIGRTMAX + 1, -1}) {
+       {0, SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, 32, 33, SIGRTMAX + 1,
+        -1}) {
     SignalChannel::Options options;
     options.mechanism = TypeParam::kMechanism;
     EXPECT_THROW(SignalChannel({signo}, options), std::invalid_argument) << signo;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "doorbell/bell.h"
+#include "doorbell/signal_channel.h"
 #include "signal_receiver_hooks.h"
 #include "sys/proc.h"
 #include "tests/signal_test_support.h"
@@ -239,6 +240,26 @@ TEST(SignalReceiver, RejectsBadArguments) {
   options.cpu = -2;
   EXPECT_THROW(SignalReceiver({SIGUSR1}, nothing, options), std::invalid_argument);
   EXPECT_THROW(doorbell::block_signals_in_this_thread({SIGKILL}), std::invalid_argument);
+}
+
+// Issue 36: SIGSYS was refused by SignalReceiver and accepted by
+// SignalChannel. One rule for both (refused_signal_reason): SIGSYS is a
+// synchronous fault (seccomp's SECCOMP_RET_TRAP, a bad system call), like
+// SIGSEGV; and block_signals_in_this_thread is block_signals_before_threads.
+TEST(SignalReceiverSetup, RefusesWhatTheChannelRefuses) {
+  const auto nothing = [](const siginfo_t&) {};
+  for (const int signo : {0, SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, 32,
+                          33, SIGRTMAX + 1}) {
+    EXPECT_NE(doorbell::refused_signal_reason(signo), nullptr) << signo;
+    EXPECT_THROW(SignalReceiver({signo}, nothing), std::invalid_argument) << signo;
+    EXPECT_THROW(doorbell::block_signals_in_this_thread({signo}), std::invalid_argument) << signo;
+    EXPECT_THROW(doorbell::block_signals_before_threads({signo}), std::invalid_argument) << signo;
+  }
+  for (const int signo : {SIGTERM, SIGUSR1, SIGCHLD, SIGRTMIN, SIGRTMAX}) {
+    EXPECT_EQ(doorbell::refused_signal_reason(signo), nullptr) << signo;
+    const sigset_t previous = doorbell::block_signals_in_this_thread({signo});
+    doorbell::restore_signal_mask(previous);
+  }
 }
 
 // Whether a new thread of this process may switch itself to SCHED_FIFO at
