@@ -74,7 +74,10 @@
 // Spin: wait() may spin, checking the word, for a bounded number of
 // iterations before it registers as a waiter (Spin{0}: the default, no
 // spin). Spinning only helps when the ringer answers within the budget and
-// the two run on different CPUs; on one CPU it wastes the budget.
+// the two run on different CPUs; on one CPU it wastes the budget. The
+// timed waits also end the spin at their deadline (the clock is read every
+// 64 iterations), so wait_for(1ms, Spin{UINT32_MAX}) returns after about
+// 1 ms, as without a spin.
 #pragma once
 
 #include <atomic>
