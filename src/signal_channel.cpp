@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "deadline.h"
 #include "signal_channel_backend.h"
@@ -70,15 +72,59 @@ void install_fork_hooks() {
 }
 
 namespace {
+
+// How long the check waits for a thread in glibc's all-blocked window (a
+// thread not started yet, or ending) to set its own mask or go.
+constexpr auto kUnsettledLimit = std::chrono::seconds(5);
+
+// The state of thread `tid` once it is out of glibc's all-blocked window
+// (see ThreadSignalState::in_glibc_all_blocked_window): a thread created a
+// moment ago shows every signal blocked until it runs, then takes the mask
+// its creator had, which may leave the signal open. A snapshot taken
+// meanwhile would pass the signalfd check, and the first signal after the
+// thread ran would kill the process (issue 36). nullopt: gone, or a zombie
+// (neither takes a signal). `settled` false: still in the window at
+// `limit`.
+std::optional<sys::ThreadSignalState> settled_state(pid_t pid, pid_t tid,
+                                                    DeadlineClock::time_point limit,
+                                                    bool& settled) {
+  settled = true;
+  for (;;) {
+    auto state = sys::read_thread_signal_state(pid, tid);
+    if (!state || state->state == 'Z' || state->state == 'X') return std::nullopt;
+    if (!state->in_glibc_all_blocked_window) return state;
+    signal_channel_race_point(SignalChannelRacePoint::mask_check_thread_unsettled, tid);
+    if (DeadlineClock::now() >= limit) {
+      settled = false;
+      return state;
+    }
+    // Give the thread a CPU to start on.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 // Every thread's state, or the first problem found. `want_blocked`: each
 // signal must be blocked in every thread; otherwise each must be unblocked
-// in at least one.
+// in at least one. A thread that is starting is waited for (up to
+// kUnsettledLimit) and judged by the mask it then has.
 std::string check_masks(const std::vector<int>& signals, bool want_blocked) {
   const pid_t pid = ::getpid();
+  const auto limit = DeadlineClock::now() + kUnsettledLimit;
   std::vector<bool> unblocked_somewhere(signals.size(), false);
   for (const pid_t tid : sys::list_threads(pid)) {
-    const auto state = sys::read_thread_signal_state(pid, tid);
-    if (!state) continue;  // exited meanwhile
+    bool settled = true;
+    const auto state = settled_state(pid, tid, limit, settled);
+    if (!state) continue;  // exited meanwhile, or a zombie
+    if (!settled) {
+      // Its own mask is unknown. For signalfd that is a refusal; for the
+      // handler check it counts as blocking (a refusal at worst, never a
+      // signal left without a taker).
+      if (want_blocked)
+        return "thread " + std::to_string(tid) +
+               " is still starting (glibc's all-blocked mask) after " +
+               std::to_string(kUnsettledLimit.count()) + " s, so its own mask is unknown";
+      continue;
+    }
     for (std::size_t i = 0; i < signals.size(); ++i) {
       const bool blocked = sigismember(&state->blocked, signals[i]) == 1;
       if (!blocked) unblocked_somewhere[i] = true;
@@ -118,6 +164,7 @@ const char* refused_signal_reason(int signo) noexcept {
     case SIGFPE:
     case SIGILL:
     case SIGTRAP:
+    case SIGSYS:  // seccomp's SECCOMP_RET_TRAP, a bad system call: on the faulting thread too
       return "a synchronous fault must be handled on the faulting thread, not as an event";
     default:
       break;

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "doorbell/bell.h"
+#include "doorbell/signal_channel.h"
 #include "signal_receiver_hooks.h"
 #include "sys/error.h"
 #include "sys/fd.h"
@@ -47,17 +48,10 @@ void race_point(detail::SignalReceiverRacePoint point) noexcept {
     hook(point);
 }
 
+// One rule for the receiver and SignalChannel: refused_signal_reason().
 void check_signal(int signo) {
-  const auto refuse = [signo](const char* why) {
-    throw std::invalid_argument("SignalReceiver: signal " + std::to_string(signo) +
-                                " refused: " + why);
-  };
-  if (signo <= 0 || signo >= NSIG) refuse("out of range");
-  if (signo == SIGKILL || signo == SIGSTOP) refuse("SIGKILL and SIGSTOP cannot be blocked");
-  if (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL ||
-      signo == SIGTRAP || signo == SIGSYS)
-    refuse("a synchronous fault signal goes to the faulting thread and cannot be waited for");
-  if (signo >= 32 && signo < SIGRTMIN) refuse("reserved by the C library (below SIGRTMIN)");
+  if (const char* why = refused_signal_reason(signo))
+    throw std::invalid_argument("SignalReceiver: " + signal_name(signo) + " refused: " + why);
 }
 
 sigset_t make_set(const std::vector<int>& signals) {
@@ -115,11 +109,7 @@ void restore_mask_or_die(const sigset_t& previous) noexcept {
 }  // namespace
 
 sigset_t block_signals_in_this_thread(const std::vector<int>& signals) {
-  const sigset_t set = make_set(signals);
-  sigset_t previous;
-  const int rc = sys::pthread_sigmask(SIG_BLOCK, &set, &previous);
-  if (rc != 0) sys::throw_errno(rc, "pthread_sigmask(SIG_BLOCK)");
-  return previous;
+  return block_signals_before_threads(signals);
 }
 
 void restore_signal_mask(const sigset_t& previous) {

@@ -17,7 +17,7 @@
 //
 // Set-up, in this order:
 //   1. In main(), before any thread exists:
-//        doorbell::block_signals_in_this_thread({SIGTERM, SIGUSR1});
+//        doorbell::block_signals_before_threads({SIGTERM, SIGUSR1});
 //      Threads inherit the mask, so every later thread blocks the set too.
 //      Threads created before this call (by libraries) do not: verify().
 //   2. doorbell::SignalReceiver receiver({SIGTERM, SIGUSR1}, on_signal, options);
@@ -68,7 +68,7 @@
 // callback then sees one extra instance of that signal (si_code SI_USER,
 // si_pid 0). Signals of the set that arrive after stop() stay pending in the
 // process (still blocked everywhere): restoring the mask with
-// unblock_signals_in_this_thread or exiting is the caller's choice. The
+// restore_signal_mask() or exiting is the caller's choice. The
 // receiver never changes the mask of any thread but its own. Do not call
 // stop() from the callback.
 //
@@ -93,11 +93,18 @@ namespace doorbell {
 
 class Bell;
 
-// Blocks the signals in the calling thread (pthread_sigmask SIG_BLOCK) and
-// returns the previous mask. Call it in main() before creating threads.
-// Throws std::invalid_argument for signals the receiver refuses (see
-// SignalReceiver).
+// The same function as block_signals_before_threads() (doorbell/
+// signal_channel.h), which is the documented name: blocks the signals in the
+// calling thread (pthread_sigmask SIG_BLOCK) and returns the previous mask.
+// Call it in main() before creating threads. Throws std::invalid_argument
+// for a refused signal (refused_signal_reason(): the receiver and the
+// channel refuse the same signals). Kept for existing callers.
 sigset_t block_signals_in_this_thread(const std::vector<int>& signals);
+// See block_signals_in_this_thread; declared in doorbell/signal_channel.h.
+sigset_t block_signals_before_threads(const std::vector<int>& signals);
+// Whether the receiver (and SignalChannel) would refuse `signo`, and why
+// (nullptr when not). Declared in doorbell/signal_channel.h too.
+const char* refused_signal_reason(int signo) noexcept;
 // Restores a mask returned by block_signals_in_this_thread.
 void restore_signal_mask(const sigset_t& previous);
 

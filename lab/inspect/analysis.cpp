@@ -290,7 +290,7 @@ std::vector<std::string> make_advice(const InspectReport& r) {
   if (any(unbounded)) {
     advice.push_back(fmt::format(
         "{}: to bound the delay, block them in main() before any thread starts "
-        "(doorbell::block_signals_in_this_thread) and take them in one doorbell::SignalReceiver "
+        "(doorbell::block_signals_before_threads) and take them in one doorbell::SignalReceiver "
         "with Options::fifo_priority (SCHED_FIFO) - docs/delivery.md, \"Which one when\"; "
         "docs/guide.md, \"Real-time bounds with process-directed signals\".",
         names_where(unbounded)));

@@ -80,9 +80,12 @@ std::optional<ThreadSignalState> read_thread_signal_state(pid_t pid, pid_t tid) 
     value = first == std::string::npos ? std::string() : value.substr(first);
     if (key == "State" && !value.empty())
       state.state = value[0];
-    else if (key == "SigBlk")
+    else if (key == "SigBlk") {
       state.blocked = parse_proc_sigmask(value), saw_blocked = true;
-    else if (key == "SigPnd")
+      // Bits 31 and 32 (signals 32 and 33) of the 64-bit mask.
+      const unsigned long long bits = std::strtoull(value.c_str(), nullptr, 16);
+      state.in_glibc_all_blocked_window = (bits & (3ULL << 31)) == (3ULL << 31);
+    } else if (key == "SigPnd")
       state.pending = parse_proc_sigmask(value);
     else if (key == "ShdPnd")
       state.shared_pending = parse_proc_sigmask(value);

@@ -27,6 +27,15 @@ struct ThreadSignalState {
   sigset_t ignored;
   sigset_t caught;
   char state = '?';  // the State: letter (R, S, T, t, D, Z, ...)
+  // SigBlk has SIGCANCEL and SIGSETXID (32, 33) set. glibc never lets a
+  // program block those (pthread_sigmask, sigprocmask and sigaddset drop
+  // them): the thread is inside glibc's own all-blocked window, which is how
+  // a thread starts (clone() under an all-blocked mask; the thread sets its
+  // own mask when it first runs) and how it ends. Its mask is about to
+  // change (or it is about to go): `blocked` says nothing about the signals
+  // it will take. `blocked` cannot show these two (a sigset_t filled by
+  // sigaddset), hence this flag.
+  bool in_glibc_all_blocked_window = false;
 };
 std::optional<ThreadSignalState> read_thread_signal_state(pid_t pid, pid_t tid);
 
