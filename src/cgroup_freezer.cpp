@@ -233,7 +233,9 @@ CgroupFreezer CgroupFreezer::create(const std::string& name, const FreezerOption
     cgroup.path_ = path;
     cgroup.parent_ = where.v1_parent;
     cgroup.control_fd_ = control;
-    cgroup.fallback_reason_ = "cgroup v2 freezer unusable: " + v2_failure;
+    // A fall-back only when v2 was allowed: v1 asked for is no fall-back.
+    if (options.preference != FreezerPreference::v1_only)
+      cgroup.fallback_reason_ = "cgroup v2 freezer unusable: " + v2_failure;
     return cgroup;
   }
   throw std::system_error(ENOTSUP, std::generic_category(),

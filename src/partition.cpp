@@ -185,6 +185,11 @@ class Run {
   bool anything_pending() const noexcept;
   // How often pending work must be polled: -1 when nothing is pending.
   int64_t poll_interval_ns() const noexcept;
+  // Kills or releases (thaw, SIGCONT) every partition at once, as
+  // on_scheduler_exit says, and gives up SCHED_FIFO: first thing on the
+  // way out, before any analysis (issue 36: a long run's analysis held the
+  // partitions half-scheduled for minutes). Idempotent; cleanup() calls it.
+  void release_partitions() noexcept;
   void cleanup() noexcept;
 
   const Schedule& schedule_;
@@ -203,6 +208,7 @@ class Run {
   bool stop_requested_ = false;
   bool stop_schedule_ = false;
   bool cleaned_ = false;
+  bool released_ = false;
   SuspendMethod effective_method_ = SuspendMethod::sigstop;
 };
 
@@ -937,15 +943,17 @@ RunReport Run::execute() {
     if (!wait_until(std::min(give_up, now_ns() + 1'000'000))) break;
   }
   verify_stops();
+  // The partitions go first: the observer's analysis may take a while.
+  release_partitions();
   if (options_.observer) options_.observer->refine(report_);
   cleanup();
   report_.summaries = summarize(schedule_, report_);
   return std::move(report_);
 }
 
-void Run::cleanup() noexcept {
-  if (cleaned_) return;
-  cleaned_ = true;
+void Run::release_partitions() noexcept {
+  if (released_) return;
+  released_ = true;
   if (old_policy_ >= 0) sys::sched_setscheduler(0, old_policy_, &old_param_);
   const bool kill_them = schedule_.on_scheduler_exit == OnSchedulerExit::kill;
   for (Partition& p : partitions_) {
@@ -963,6 +971,12 @@ void Run::cleanup() noexcept {
       sys::pidfd_send_signal(p.pidfd.get(), SIGCONT);
     }
   }
+}
+
+void Run::cleanup() noexcept {
+  if (cleaned_) return;
+  cleaned_ = true;
+  release_partitions();
   for (Partition& p : partitions_) {
     if (!p.cgroup) continue;
     try {

@@ -87,6 +87,12 @@ void validate(Schedule& schedule) {
       throw ScheduleError(p.line, "partition '" + p.name + "' has no command");
     if (p.nice && (*p.nice < -20 || *p.nice > 19))
       throw ScheduleError(p.line, "partition '" + p.name + "': nice must be -20..19");
+    for (const auto& [name, value] : p.environment)
+      if (name.empty() || name.find('=') != std::string::npos ||
+          name.find('\0') != std::string::npos)
+        throw ScheduleError(p.line, "partition '" + p.name + "': env name '" + name +
+                                        "' must be non-empty and contain no '=' (the child "
+                                        "would get the variable before the first '=')");
     for (int cpu : p.cpus)
       if (cpu < 0 || cpu >= 1024)
         throw ScheduleError(
@@ -129,7 +135,8 @@ void validate(Schedule& schedule) {
         (i + 1 < ws.size() && a.offset_ns + a.duration_ns == b.offset_ns) ||
         (i + 1 == ws.size() && a.offset_ns + a.duration_ns == schedule.major_frame_ns &&
          b.offset_ns == 0);
-    if (touches && a.partition_index == b.partition_index)
+    // One window that owns the whole frame "touches" only itself: accepted.
+    if (touches && a.partition_index == b.partition_index && &a != &b)
       throw ScheduleError(b.line, "windows of '" + b.partition + "' at lines " +
                                       std::to_string(a.line) + " and " + std::to_string(b.line) +
                                       " touch (also across the frame boundary): merge them into "
@@ -141,6 +148,27 @@ void validate(Schedule& schedule) {
     if (!has_window[i])
       throw ScheduleError(schedule.partitions[i].line,
                           "partition '" + schedule.partitions[i].name + "' has no window");
+}
+
+std::vector<std::string> schedule_warnings(const Schedule& schedule) {
+  std::vector<std::string> warnings;
+  std::size_t short_windows = 0;
+  const WindowSpec* shortest = nullptr;
+  for (const WindowSpec& w : schedule.windows) {
+    if (w.duration_ns >= kShortWindowNs) continue;
+    ++short_windows;
+    if (shortest == nullptr || w.duration_ns < shortest->duration_ns) shortest = &w;
+  }
+  if (shortest != nullptr) {
+    std::string where = "'" + shortest->partition + "' at " + format_ms(shortest->offset_ns);
+    if (shortest->line > 0) where += " (line " + std::to_string(shortest->line) + ")";
+    warnings.push_back(std::to_string(short_windows) + " window" + (short_windows == 1 ? "" : "s") +
+                       " shorter than " + format_ms(kShortWindowNs) + " (the shortest: " + where +
+                       ", " + format_ms(shortest->duration_ns) +
+                       "): a suspension and a resume take tens to hundreds of microseconds, so "
+                       "such windows are overrun by much of their length and cannot be met");
+  }
+  return warnings;
 }
 
 int64_t stop_lead_ns(std::vector<int64_t> recent, int64_t max_lead_ns, int64_t window_ns) {
@@ -240,11 +268,4 @@ std::vector<PartitionSummary> summarize(const Schedule& schedule, const RunRepor
   return result;
 }
 
-}  // namespace doorbell::partition
-
-namespace doorbell::partition {
-// Declared first, so that the tests build and fail on the old behaviour.
-std::vector<std::string> schedule_warnings(const Schedule&) {
-  return {};
-}
 }  // namespace doorbell::partition

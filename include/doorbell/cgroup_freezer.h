@@ -92,7 +92,8 @@ class CgroupFreezer {
 
   FreezerVersion version() const noexcept { return version_; }
   const std::string& path() const noexcept { return path_; }
-  // Why the fall-back to v1 happened; empty when v2 was used.
+  // Why the fall-back to v1 happened; empty when v2 was used, and when v1
+  // was asked for (FreezerPreference::v1_only: no fall-back).
   const std::string& fallback_reason() const noexcept { return fallback_reason_; }
 
   // Moves process pid (all its threads) into the cgroup. Throws

@@ -276,8 +276,9 @@ class WindowObserver {
   // made a thread yet) and before frame 0's clock starts. pids: per
   // partition.
   virtual void partitions_started(const std::vector<pid_t>& pids) = 0;
-  // Once, after the last window was measured and before the partitions are
-  // killed or released and before the summaries are made. May set
+  // Once, after the last window was measured and after every partition was
+  // killed or released (OnSchedulerExit), so that no analysis here holds a
+  // partition stopped or half-scheduled; before the summaries are made. May set
   // first_run_ns and cpu_after_end_ns of any window and must then set
   // report.first_run / report.cpu_after_end to its own source; likewise
   // stopped_ns (never later than stop_noticed_ns) and report.stopped.

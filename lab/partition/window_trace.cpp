@@ -36,6 +36,7 @@ constexpr long long kDrainAtBytes = kBufferKb * 1024 / 4;  // a quarter full
 
 struct Interval {
   int64_t in = 0, out = 0;
+  bool from_wakeup = false;  // its start is the wake-up (the switch from idle was not traced)
 };
 
 }  // namespace
@@ -57,7 +58,6 @@ TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vecto
   };
   std::unordered_map<int, Cpu> cpus;
   std::vector<std::vector<Interval>> intervals(pids.size());
-  std::vector<std::vector<bool>> from_wakeup(pids.size());
   int64_t last_ts = 0;
   for (const SchedEvent& e : events) {
     const auto ts = static_cast<int64_t>(e.ts_ns);
@@ -87,12 +87,10 @@ TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vecto
       case SchedEvent::switch_: {
         Cpu& c = cpus[e.cpu];
         if (c.known && c.part >= 0 && c.current == e.a) {
-          intervals[c.part].push_back({c.since, ts});
-          from_wakeup[c.part].push_back(false);
+          intervals[c.part].push_back({c.since, ts, false});
         } else if (c.woken == e.a && c.woken_part >= 0) {
           // Its switch from idle was not emitted: it ran since its wake-up.
-          intervals[c.woken_part].push_back({c.woken_at, ts});
-          from_wakeup[c.woken_part].push_back(true);
+          intervals[c.woken_part].push_back({c.woken_at, ts, true});
         }
         c.known = true;
         c.current = e.b;
@@ -108,63 +106,110 @@ TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vecto
   // Still on a CPU when the trace ended.
   for (auto& [cpu, c] : cpus)
     if (c.known && c.part >= 0) {
-      intervals[c.part].push_back({c.since, std::numeric_limits<int64_t>::max()});
-      from_wakeup[c.part].push_back(false);
+      intervals[c.part].push_back({c.since, std::numeric_limits<int64_t>::max(), false});
     }
 
+  // Match the windows with the intervals, partition by partition: one
+  // sweep per figure over the intervals sorted by start and the windows
+  // sorted by the start of what they ask about. An interval enters the
+  // active list once and leaves it once; a window looks only at the active
+  // ones (those that may overlap it: a few per CPU). Linear in intervals +
+  // windows after the sorts; the old per-window scan of every interval took
+  // minutes after a 10-minute run (issue 36).
   TraceFigures figures;
-  for (partition::WindowRecord& w : report.windows) {
-    if (w.partition >= intervals.size()) continue;
-    const auto& list = intervals[w.partition];
-    if (w.resume_requested_ns > 0) {
+  struct Query {
+    int64_t lo = 0, hi = 0;  // intervals with out > lo and in < hi
+    std::size_t window = 0;
+  };
+  auto sweep = [&figures](std::vector<Interval>& list, std::vector<Query>& queries,
+                          const auto& visit) {
+    std::sort(queries.begin(), queries.end(),
+              [](const Query& x, const Query& y) { return x.lo < y.lo; });
+    std::vector<const Interval*> active;
+    std::size_t next = 0;
+    for (const Query& q : queries) {
+      while (next < list.size() && list[next].in < q.hi) active.push_back(&list[next++]);
+      // Ended at or before lo: no later query (lo only grows) overlaps it.
+      std::erase_if(active, [&](const Interval* r) {
+        ++figures.intervals_examined;
+        return r->out <= q.lo;
+      });
+      for (const Interval* r : active)
+        if (r->in < q.hi) visit(q.window, *r);
+    }
+  };
+  std::vector<std::vector<std::size_t>> windows_of(intervals.size());
+  for (std::size_t i = 0; i < report.windows.size(); ++i)
+    if (report.windows[i].partition < intervals.size())
+      windows_of[report.windows[i].partition].push_back(i);
+  // Per window, indexed by its place in report.windows.
+  std::vector<bool> first_from_wakeup(report.windows.size(), false);
+  std::vector<int64_t> last(report.windows.size(), 0);
+  for (std::size_t p = 0; p < intervals.size(); ++p) {
+    std::vector<Interval>& list = intervals[p];
+    std::sort(list.begin(), list.end(),
+              [](const Interval& x, const Interval& y) { return x.in < y.in; });
+    std::vector<Query> queries;
+    // first_run_ns: the earliest time at or after the resume, before the
+    // suspension, that a thread was on a CPU.
+    for (std::size_t i : windows_of[p]) {
+      partition::WindowRecord& w = report.windows[i];
+      if (w.resume_requested_ns <= 0) continue;
       const int64_t until =
           w.suspend_requested_ns > 0 ? w.suspend_requested_ns : std::numeric_limits<int64_t>::max();
-      int64_t first = 0;
-      bool wake = false;
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        ++figures.intervals_examined;
-        const Interval& r = list[i];
-        if (r.out <= w.resume_requested_ns || r.in >= until) continue;
-        const int64_t at = std::max(r.in, w.resume_requested_ns);
-        if (first == 0 || at < first) {
-          first = at;
-          wake = from_wakeup[w.partition][i];
-        }
-      }
-      w.first_run_ns = first;
-      if (first) {
-        ++figures.first_runs;
-        figures.first_runs_from_wakeup += wake;
-      }
+      queries.push_back({w.resume_requested_ns, until, i});
+      w.first_run_ns = 0;
     }
-    if (w.stopped_ns > 0 && !w.never_stopped && w.suspend_requested_ns > 0) {
-      // The stop as the partition lived it: the last time one of its
-      // threads left a CPU after the suspension was issued, before the
-      // scheduler noticed. The notice comes later (SIGCHLD or cgroup.events,
-      // then the scheduler's wake-up). Without such a switch-out (none
-      // traced) the noticed time stays.
-      int64_t last = 0;
-      for (const Interval& r : list)
-        if (++figures.intervals_examined, r.out > w.suspend_requested_ns && r.in < w.stopped_ns)
-          last = std::max(last, std::min(r.out, w.stopped_ns));
-      if (last > 0) {
-        w.stopped_ns = last;
+    sweep(list, queries, [&](std::size_t i, const Interval& r) {
+      partition::WindowRecord& w = report.windows[i];
+      const int64_t at = std::max(r.in, w.resume_requested_ns);
+      if (w.first_run_ns == 0 || at < w.first_run_ns) {
+        w.first_run_ns = at;
+        first_from_wakeup[i] = r.from_wakeup;
+      }
+    });
+    for (const Query& q : queries)
+      if (report.windows[q.window].first_run_ns) {
+        ++figures.first_runs;
+        figures.first_runs_from_wakeup += first_from_wakeup[q.window];
+      }
+    // stopped_ns: the stop as the partition lived it, the last time one of
+    // its threads left a CPU after the suspension was issued, before the
+    // scheduler noticed. The notice comes later (SIGCHLD or cgroup.events,
+    // then the scheduler's wake-up). Without such a switch-out (none
+    // traced) the noticed time stays.
+    queries.clear();
+    for (std::size_t i : windows_of[p]) {
+      const partition::WindowRecord& w = report.windows[i];
+      if (w.stopped_ns > 0 && !w.never_stopped && w.suspend_requested_ns > 0)
+        queries.push_back({w.suspend_requested_ns, w.stopped_ns, i});
+    }
+    sweep(list, queries, [&](std::size_t i, const Interval& r) {
+      last[i] = std::max(last[i], std::min(r.out, report.windows[i].stopped_ns));
+    });
+    for (const Query& q : queries)
+      if (last[q.window] > 0) {
+        report.windows[q.window].stopped_ns = last[q.window];
         ++figures.stops;
       }
-    }
-    if (w.stopped_ns > 0) {
-      int64_t cpu = 0;
-      for (const Interval& r : list) {
-        ++figures.intervals_examined;
-        const int64_t in = std::max(r.in, w.nominal_end_ns);
-        const int64_t out = std::min(r.out, w.stopped_ns);
-        if (out > in) cpu += out - in;
+    // cpu_after_end_ns: the CPU time of its threads in [nominal_end, stopped).
+    queries.clear();
+    for (std::size_t i : windows_of[p]) {
+      partition::WindowRecord& w = report.windows[i];
+      if (w.stopped_ns > 0) {
+        queries.push_back({w.nominal_end_ns, w.stopped_ns, i});
+        w.cpu_after_end_ns = 0;
+        ++figures.cpu_after_end;
+      } else {
+        w.cpu_after_end_ns = -1;
       }
-      w.cpu_after_end_ns = cpu;
-      ++figures.cpu_after_end;
-    } else {
-      w.cpu_after_end_ns = -1;
     }
+    sweep(list, queries, [&](std::size_t i, const Interval& r) {
+      partition::WindowRecord& w = report.windows[i];
+      const int64_t in = std::max(r.in, w.nominal_end_ns);
+      const int64_t out = std::min(r.out, w.stopped_ns);
+      if (out > in) w.cpu_after_end_ns += out - in;
+    });
   }
   (void)last_ts;
   return figures;
