@@ -94,8 +94,9 @@ void freeze_thaw_cycle(FreezerPreference preference, FreezerVersion expected) {
     EXPECT_EQ(cgroup.version(), expected);
     // Issue 36: v1 asked for is no fall-back ("v2 freezer unusable: v1 was
     // requested" was warned).
-    if (options.preference == FreezerPreference::v1_only)
+    if (options.preference == FreezerPreference::v1_only) {
       EXPECT_EQ(cgroup.fallback_reason(), "") << cgroup.fallback_reason();
+    }
     EXPECT_TRUE(fs::is_directory(path));
     cgroup.add(child);
     EXPECT_EQ(cgroup.processes(), std::vector<pid_t>{child});
