@@ -33,3 +33,13 @@ if(PROJECT_IS_TOP_LEVEL)
                    ${PROJECT_SOURCE_DIR})
   set_tests_properties(Package.LibraryBuildDefaultsToRelease PROPERTIES LABELS package TIMEOUT 300)
 endif()
+
+# `./run bundle` (scripts/bundle.sh): the bundle runs with our packages'
+# libraries hidden (tests/package/bundle.sh; skipped without unshare -m).
+if(TARGET doorbell_cli)
+  add_test(NAME Package.BundleRunsWithOurLibrariesHidden
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/package/bundle.sh ${PROJECT_SOURCE_DIR}
+                   $<TARGET_FILE:doorbell_cli>)
+  set_tests_properties(Package.BundleRunsWithOurLibrariesHidden
+                       PROPERTIES LABELS package SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

@@ -1,12 +1,14 @@
 # Instructions per RateLimiter call, counted by valgrind's callgrind (exact
 # and repeatable, unlike timings): single thread, clock excluded (the
 # timestamp is an argument), the loop and call overhead subtracted (the
-# `baseline` path). Limits: deny <= 20, admit <= 20 + 1 (the atomic RMW
-# instruction itself), disabled <= 3; ShardedRateLimiter, which looks at its
-# slot and then the shared word: admit <= 26 (amortised lease refills
-# included), deny <= 30. Locked (lock-prefixed) instructions per call,
-# counted from callgrind's per-address counts and objdump: 0 for a denial
-# and for the disabled limiter, 1 for a one-word admission. Built with -O2
+# `baseline` path). Limits: disabled <= 3; RateLimiter (adaptive lease) and
+# ShardedRateLimiter, which look at the thread's slot and then the shared
+# word: admit <= 26 (amortised lease refills included), deny <= 30; the
+# one-word limiter (detail::OneWordRateLimiter): deny <= 20, admit <= 20 + 1
+# (the atomic RMW instruction itself). Locked (lock-prefixed) instructions
+# per call, counted from callgrind's per-address counts and objdump: 0 for a
+# denial and for the disabled limiter, 1 for a one-word admission, one per
+# lease for a leased admission. Built with -O2
 # whatever the build type; not registered in sanitizer builds (valgrind
 # cannot run them).
 add_executable(rate_limiter_callgrind_driver

@@ -18,6 +18,7 @@
 using doorbell::RateLimiter;
 using doorbell::RateLimitOptions;
 using doorbell::ShardedRateLimiter;
+using doorbell::detail::OneWordRateLimiter;
 
 namespace {
 
@@ -33,12 +34,17 @@ __attribute__((noinline)) bool call(RateLimiter& limiter, uint64_t now) {
 __attribute__((noinline)) bool call_sharded(ShardedRateLimiter& limiter, uint64_t now) {
   return limiter.allow_at(now);
 }
+__attribute__((noinline)) bool call_one_word(OneWordRateLimiter& limiter, uint64_t now) {
+  return limiter.allow_at(now);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s baseline|disabled|admit|deny|sharded_admit|sharded_deny N\n",
+    std::fprintf(stderr,
+                 "usage: %s baseline|disabled|admit|deny|sharded_admit|sharded_deny|"
+                 "oneword_admit|oneword_deny N\n",
                  argv[0]);
     return 2;
   }
@@ -55,8 +61,11 @@ int main(int argc, char** argv) {
   ShardedRateLimiter sharded_admitting{
       RateLimitOptions{milliseconds(1), RateLimitOptions::kMaxBurst, 64}};
   ShardedRateLimiter sharded_denying{RateLimitOptions{milliseconds(1), 1, 64}};
+  OneWordRateLimiter one_word_admitting{milliseconds(1), RateLimitOptions::kMaxBurst};
+  OneWordRateLimiter one_word_denying{milliseconds(1), 1};
   RateLimiter* limiter = nullptr;
   ShardedRateLimiter* sharded = nullptr;
+  OneWordRateLimiter* one_word = nullptr;
   bool use_baseline = false;
   if (std::strcmp(path, "baseline") == 0) {
     limiter = &disabled;
@@ -71,13 +80,22 @@ int main(int argc, char** argv) {
     sharded = &sharded_admitting;
   } else if (std::strcmp(path, "sharded_deny") == 0) {
     sharded = &sharded_denying;
+  } else if (std::strcmp(path, "oneword_admit") == 0) {
+    one_word = &one_word_admitting;
+  } else if (std::strcmp(path, "oneword_deny") == 0) {
+    one_word = &one_word_denying;
   } else {
     std::fprintf(stderr, "unknown path '%s'\n", path);
     return 2;
   }
   // Set-up outside the measurement: open the window, number the thread.
   long admitted = 0;
-  if (sharded != nullptr) {
+  if (one_word != nullptr) {
+    call_one_word(*one_word, kNow);
+    CALLGRIND_TOGGLE_COLLECT;
+    for (long i = 0; i < n; ++i) admitted += call_one_word(*one_word, kNow);
+    CALLGRIND_TOGGLE_COLLECT;
+  } else if (sharded != nullptr) {
     call_sharded(*sharded, kNow);
     CALLGRIND_TOGGLE_COLLECT;
     for (long i = 0; i < n; ++i) admitted += call_sharded(*sharded, kNow);

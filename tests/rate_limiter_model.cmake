@@ -89,6 +89,30 @@ doorbell_add_spin_model(
   DEFINES -DSTART=2 -DH=2 -DW=4 -DOPEN_UNCLAIMED
   ERROR_PATTERN "assertion violated \\(handed\\[e\\]<=3\\)")
 
+# RateLimiter's adaptive lease (issue 31): the same lease path with the ask
+# sized by what the loaded word has left (lease_for(left) = left / D clamped
+# to 1..L; scaled down here: D = 2, L = 2 or 3). Exactness, leases spent only
+# in their window, conservation, and the adaptive slack bound NCELLS *
+# min(L - 1, B / D), which is reached (SLACK one below it fails). Cutting the
+# grant by the loaded count instead of the count the fetch_add returned hands
+# out more than burst.
+doorbell_add_spin_model(NAME rate_limiter_model_adaptive_two_owners MODEL ${_rl_lease} EXPECT pass
+                        DEFINES -DADAPTIVE=2 -DB=4 -DL=2 -DCALLS=3)
+doorbell_add_spin_model(NAME rate_limiter_model_adaptive_burst_six MODEL ${_rl_lease} EXPECT pass
+                        DEFINES -DADAPTIVE=2 -DB=6 -DL=3)
+doorbell_add_spin_model(NAME rate_limiter_model_adaptive_signal_handler MODEL ${_rl_lease}
+                        EXPECT pass DEFINES -DADAPTIVE=2 -DB=4 -DL=2 -DHANDLER=1 -DOWNERS=1 -DCALLS=3)
+doorbell_add_spin_model(NAME rate_limiter_model_adaptive_sharers MODEL ${_rl_lease} EXPECT pass
+                        DEFINES -DADAPTIVE=2 -DB=4 -DL=2 -DSHARERS=2 -DOWNERS=1 -DCALLS=1 -DW=2)
+doorbell_add_spin_model(NAME rate_limiter_model_adaptive_first_window_half_wrap MODEL ${_rl_lease}
+                        EXPECT pass DEFINES -DADAPTIVE=2 -DB=4 -DL=2 -DCALLS=3 -DSTART=2 -DH=2 -DW=4)
+doorbell_add_spin_model(NAME rate_limiter_model_adaptive_slack_below_bound MODEL ${_rl_lease}
+                        EXPECT fail DEFINES -DADAPTIVE=2 -DB=4 -DL=2 -DCALLS=3 -DSLACK=1
+                        ERROR_PATTERN "assertion violated \\(\\(4-(sa|admitted\\[e\\])\\)<=1\\)")
+doorbell_add_spin_model(NAME rate_limiter_model_adaptive_grant_from_load MODEL ${_rl_lease}
+                        EXPECT fail DEFINES -DADAPTIVE=2 -DB=4 -DL=2 -DCALLS=3 -DGRANT_FROM_LOAD
+                        ERROR_PATTERN "assertion violated \\(handed\\[gw\\]<=4\\)")
+
 # allow(n) (issue 18): n = 2 and n = 1 at once. Exactness, and a denial of n
 # only when fewer than n were left at the read it decided on.
 set(_rl_allow_n ${CMAKE_CURRENT_SOURCE_DIR}/models/rate_limiter_allow_n.pml)

@@ -69,7 +69,7 @@ struct StressRun {
 // reached_target), never a speed floor on a loaded machine.
 StressRun run_stress(int threads, uint64_t target_windows, double cap_s,
                      const std::function<void(int, uint64_t, Tally&)>& call, uint32_t burst,
-                     const WindowLog* starts) {
+                     const WindowLog* starts, uint64_t calls_per_tick = kCallsPerTick) {
   std::atomic<uint64_t> ticks{1};  // 0 is the seed's "never started" sentinel
   std::atomic<bool> stop{false};
   std::atomic<bool> reached{false};
@@ -85,7 +85,7 @@ StressRun run_stress(int threads, uint64_t target_windows, double cap_s,
       while (ready.load() < threads) std::this_thread::yield();
       uint64_t n = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        if (id == 0 && ++n % kCallsPerTick == 0) {
+        if (id == 0 && ++n % calls_per_tick == 0) {
           const uint64_t t = ticks.fetch_add(1, std::memory_order_relaxed) + 1;
           if (t >= end_tick) {
             reached.store(true, std::memory_order_relaxed);
@@ -130,13 +130,16 @@ void print(const char* what, int threads, const StressRun& r) {
       (unsigned long long)r.result.max_span, (unsigned long long)r.result.denied_below_burst);
 }
 
-// Ours, one shared word or sharded (lease > 0), n = 1 per call.
-template <bool kSharded>
-StressRun run_ours_impl(int threads, uint32_t burst, uint32_t lease, uint64_t windows) {
-  OurLimiter<ChaosHooks, kSharded> ours(kIntervalTicks, burst, lease, 1);
+// Ours (kMode: detail::kOneWord, kFixedLease with `lease`, kAdaptiveLease),
+// n = 1 per call.
+template <unsigned kMode>
+StressRun run_ours_impl(int threads, uint32_t burst, uint32_t lease, uint64_t windows,
+                        uint64_t calls_per_tick = kCallsPerTick) {
+  OurLimiter<ChaosHooks, kMode> ours(kIntervalTicks, burst, lease, 1);
   StressRun r = run_stress(
       threads, windows, cap_s(),
-      [&](int, uint64_t now, Tally& tally) { tally.add(ours.call(now)); }, burst, nullptr);
+      [&](int, uint64_t now, Tally& tally) { tally.add(ours.call(now)); }, burst, nullptr,
+      calls_per_tick);
   // Reported + unreported suppressed == denials, exactly, at quiescence.
   const uint64_t flushed = ours.limiter().flush();
   EXPECT_EQ(ours.reported() + flushed, r.result.denied) << "threads " << threads;
@@ -144,8 +147,58 @@ StressRun run_ours_impl(int threads, uint32_t burst, uint32_t lease, uint64_t wi
   return r;
 }
 StressRun run_ours(int threads, uint32_t burst, uint32_t lease, uint64_t windows) {
-  return lease == 0 ? run_ours_impl<false>(threads, burst, 0, windows)
-                    : run_ours_impl<true>(threads, burst, lease, windows);
+  return lease == 0 ? run_ours_impl<detail::kOneWord>(threads, burst, 0, windows)
+                    : run_ours_impl<detail::kFixedLease>(threads, burst, lease, windows);
+}
+StressRun run_adaptive(int threads, uint32_t burst, uint64_t windows,
+                       uint64_t calls_per_tick = kCallsPerTick) {
+  return run_ours_impl<detail::kAdaptiveLease>(threads, burst, 0, windows, calls_per_tick);
+}
+
+// RateLimiter (adaptive lease) with burst < 2048: every lease is one token,
+// so nothing is ever stranded: no call is denied while its window has
+// tokens left, like the one-word limiter.
+TEST(RateLimiterStress, Adaptive_SmallBurst_WithDelays_NeverOverBurst_NoFalseSuppression) {
+  uint64_t windows = 0;
+  for (int threads : {1, 2, 4, 8}) {
+    const StressRun r = run_adaptive(threads, 16, target_windows());
+    print("ours adaptive heavy", threads, r);
+    windows += r.result.windows;
+    EXPECT_EQ(r.result.over_burst, 0u);
+    EXPECT_LE(r.result.max_admitted, 16u);
+    EXPECT_EQ(r.result.denied_below_burst, 0u);
+    EXPECT_GT(r.result.denied, 0u);  // the regime did limit
+  }
+  EXPECT_GE(windows, 10000u);
+}
+
+// Burst 4096 with ~8192 calls of thread 0 alone per window: the leases start
+// at 4 tokens (4096 / 1024) and shrink to 1 as the window fills. Exact, and
+// a window that denies admitted at least burst minus the header's bound,
+// kSlots * min(burst / 1024, 4095) = 64.
+TEST(RateLimiterStress, Adaptive_LargeBurst_WithDelays_NeverOverBurst_SlackBounded) {
+  constexpr uint32_t kBurst = 4096;
+  for (int threads : {1, 2, 4}) {
+    const StressRun r = run_adaptive(threads, kBurst, target_windows() / 30, 2048);
+    print("ours adaptive large burst", threads, r);
+    EXPECT_EQ(r.result.over_burst, 0u);
+    EXPECT_LE(r.result.max_admitted, kBurst);
+    EXPECT_GT(r.result.denied, 0u);
+    const uint64_t slack = RateLimiter::kSlots * (kBurst / detail::kAdaptiveLeaseDivisor);
+    EXPECT_GE(r.result.min_admitted_when_denied + slack, kBurst);
+    if (threads == 1) {
+      EXPECT_EQ(r.result.denied_below_burst, 0u);  // one thread: exact
+    }
+  }
+}
+
+TEST(RateLimiterStress, Adaptive_NeverLimits_WithDelays_NoDenials) {
+  for (int threads : {1, 2, 4, 8}) {
+    const StressRun r = run_adaptive(threads, 1u << 30, target_windows() / 3);
+    print("ours adaptive never", threads, r);
+    EXPECT_EQ(r.result.denied, 0u);
+    EXPECT_GT(r.result.admitted, 0u);
+  }
 }
 
 TEST(RateLimiterStress, SingleWord_Heavy_WithDelays_NeverOverBurst_NoFalseSuppression) {
@@ -201,8 +254,8 @@ TEST(RateLimiterStress, Sharded_NeverLimits_WithDelays_NoDenials) {
 TEST(RateLimiterStress, AllowN_WithDelays_NeverOverBurstEvents) {
   constexpr uint32_t kBurst = 32;
   for (int threads : {2, 4}) {
-    detail::BasicRateLimiter<ChaosHooks, false> limiter{std::chrono::nanoseconds(kIntervalTicks),
-                                                        kBurst};
+    detail::BasicRateLimiter<ChaosHooks, detail::kAdaptiveLease> limiter{
+        std::chrono::nanoseconds(kIntervalTicks), kBurst};
     const uint32_t base = limiter.window_of(1);
     std::atomic<uint64_t> denied_events{0};
     const StressRun r = run_stress(

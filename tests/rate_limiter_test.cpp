@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -281,6 +282,140 @@ TEST(RateLimiter, Sharded_LeaseLargerThanBurst_IsCutAtBurst) {
   EXPECT_FALSE(limiter.allow_at(kMs, 2));  // n > 1 uses the shared word: empty
 }
 
+// --- RateLimiter's adaptive lease (issue 31) -----------------------------
+
+bool this_thread_owns_a_slot() {
+  return detail::rate_limit_slot_owned(detail::rate_limit_slot_offset());
+}
+
+TEST(RateLimiter, Adaptive_LeaseFollowsTheTokensLeft) {
+  RateLimiter limiter{milliseconds(1), RateLimitOptions::kMaxBurst};
+  EXPECT_TRUE(RateLimiter::adaptive());
+  EXPECT_FALSE(RateLimiter::sharded());
+  EXPECT_EQ(limiter.lease(), 0u);
+  // left / 1024, clamped to 1..4096.
+  EXPECT_EQ(limiter.lease_for(RateLimitOptions::kMaxBurst), 4096u);
+  EXPECT_EQ(limiter.lease_for(4097u * 1024), 4096u);
+  EXPECT_EQ(limiter.lease_for(4095u * 1024 + 1023), 4095u);
+  EXPECT_EQ(limiter.lease_for(102400), 100u);
+  EXPECT_EQ(limiter.lease_for(2048), 2u);
+  EXPECT_EQ(limiter.lease_for(2047), 1u);
+  EXPECT_EQ(limiter.lease_for(1), 1u);
+  ShardedRateLimiter sharded{RateLimitOptions{milliseconds(1), 1000, 7}};
+  EXPECT_FALSE(ShardedRateLimiter::adaptive());
+  EXPECT_EQ(sharded.lease_for(1000), 7u);
+  EXPECT_EQ(sharded.lease_for(1), 7u);
+  detail::OneWordRateLimiter one{milliseconds(1), 1000};
+  EXPECT_EQ(one.lease_for(1000), 1u);
+  EXPECT_THROW((detail::OneWordRateLimiter{RateLimitOptions{milliseconds(1), 10, 4}}),
+               std::invalid_argument);
+}
+
+// Counts the calls' writes of the shared word: window openings and
+// fetch_adds (each is preceded by its race point).
+struct CountingHooks {
+  static inline thread_local int shared_writes = 0;
+  static void point(RateLimitRacePoint p) noexcept {
+    if (p == RateLimitRacePoint::before_open || p == RateLimitRacePoint::before_add)
+      ++shared_writes;
+  }
+};
+
+// The hot, never-limiting path: a thread writes the shared word once per
+// lease of 4096 tokens and otherwise only its own slot. 100000 calls in one
+// window: ceil(100000 / 4096) = 25 writes. The one-word limiter: one per
+// admission.
+TEST(RateLimiter, Adaptive_NeverLimiting_WritesTheSharedWordOncePerLease) {
+  detail::BasicRateLimiter<CountingHooks, detail::kAdaptiveLease> limiter{
+      milliseconds(1), RateLimitOptions::kMaxBurst};
+  CountingHooks::shared_writes = 0;
+  for (int i = 0; i < 100000; ++i) ASSERT_TRUE(limiter.allow_at(kMs)) << i;
+  EXPECT_EQ(CountingHooks::shared_writes, 25);
+  detail::BasicRateLimiter<CountingHooks, detail::kOneWord> one{milliseconds(1),
+                                                                RateLimitOptions::kMaxBurst};
+  CountingHooks::shared_writes = 0;
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(one.allow_at(kMs)) << i;
+  EXPECT_EQ(CountingHooks::shared_writes, 1000);
+}
+
+// Near the limit the leases shrink to one token: one thread gets exactly
+// burst per window, and the last 2047 tokens are leased one at a time.
+// Burst 102400: leases of 100, 99, ... (left / 1024), 6323 in all.
+TEST(RateLimiter, Adaptive_SingleThread_ExactPerWindow_LeasesShrinkNearTheLimit) {
+  constexpr uint32_t kBurst = 102400;
+  detail::BasicRateLimiter<CountingHooks, detail::kAdaptiveLease> limiter{milliseconds(1), kBurst};
+  for (int window = 1; window <= 3; ++window) {
+    const uint64_t t = static_cast<uint64_t>(window) * kMs;
+    CountingHooks::shared_writes = 0;
+    uint32_t admitted = 0;
+    for (uint32_t i = 0; i < kBurst + 100; ++i) admitted += limiter.allow_at(t) ? 1 : 0;
+    EXPECT_EQ(admitted, kBurst) << window;
+    // The 100 denials write nothing shared.
+    EXPECT_EQ(CountingHooks::shared_writes, 6323) << window;
+  }
+  EXPECT_EQ(limiter.suppressed_total(), 300u);
+  EXPECT_EQ(limiter.flush(), 300u);
+}
+
+// The under-admission bound with known numbers. Burst 102400; three other
+// threads (each on its own slot, alive to the end) make one call each:
+// leases of 100, 99 and 99 tokens (left / 1024 of 102400, 102300, 102201),
+// of which 99 + 98 + 98 = 295 stay in their cells. This thread then drains
+// the window: 102400 - 3 - 295 = 102102 admitted, the rest stranded, within the
+// header's bound of cells * burst / 1024 (3 * 100). The one-word limiter
+// strands nothing: B - 3.
+template <unsigned kMode>
+uint32_t drained_after_three_other_threads(uint32_t burst) {
+  detail::BasicRateLimiter<NoRateLimitHooks, kMode> limiter{milliseconds(1), burst};
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::vector<std::thread> others;
+  for (int i = 0; i < 3; ++i) {
+    std::promise<bool> called;
+    std::future<bool> done = called.get_future();
+    others.emplace_back([&limiter, &called, released] {
+      const bool owns = this_thread_owns_a_slot();
+      called.set_value(limiter.allow_at(kMs) && owns);
+      // Stay alive (a slot whose owner exited is handed to the next thread,
+      // with the tokens in it).
+      released.wait_for(std::chrono::seconds(60));
+    });
+    EXPECT_EQ(done.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+    EXPECT_TRUE(done.get()) << "thread " << i << ": denied, or it has no slot of its own";
+  }
+  uint32_t admitted = 0;
+  for (uint32_t i = 0; i < burst; ++i) admitted += limiter.allow_at(kMs) ? 1 : 0;
+  release.set_value();
+  for (auto& t : others) t.join();
+  return admitted;
+}
+
+TEST(RateLimiter, Adaptive_UnderAdmission_KnownAnswer_WithinTheBound) {
+  constexpr uint32_t kBurst = 102400;
+  const uint32_t admitted = drained_after_three_other_threads<detail::kAdaptiveLease>(kBurst);
+  EXPECT_EQ(admitted, kBurst - 3 - 295);  // the others admitted 3, stranded 295
+  EXPECT_LE(kBurst - 3 - admitted, 3 * (kBurst / detail::kAdaptiveLeaseDivisor));
+  EXPECT_EQ(drained_after_three_other_threads<detail::kOneWord>(kBurst), kBurst - 3);
+}
+
+// The first lease of a window is cut at burst; burst 0 opens and denies.
+TEST(RateLimiter, Adaptive_SmallBursts) {
+  RateLimiter one{milliseconds(1), 1};
+  EXPECT_TRUE(one.allow_at(kMs));
+  EXPECT_FALSE(one.allow_at(kMs));
+  RateLimiter none{milliseconds(1), 0};
+  EXPECT_FALSE(none.allow_at(kMs));
+  const RateLimitVerdict v = none.check_at(2 * kMs);
+  EXPECT_FALSE(v.allowed);
+  EXPECT_EQ(v.suppressed, 2u);
+  RateLimiter big{milliseconds(1), 5000};  // first lease 4: allow(n) sees 4996 left
+  EXPECT_TRUE(big.allow_at(kMs));
+  EXPECT_FALSE(big.allow_at(kMs, 4997));
+  EXPECT_TRUE(big.allow_at(kMs, 4996));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(big.allow_at(kMs)) << i;  // the lease's last 3
+  EXPECT_FALSE(big.allow_at(kMs));
+}
+
 // --- from a signal handler --------------------------------------------------
 
 RateLimiter g_handler_limiter{milliseconds(1), 50};
@@ -401,13 +536,13 @@ struct StallHooks {
   }
 };
 
-template <bool kSharded>
+template <unsigned kMode>
 void stalled_caller_never_reopens_old_window() {
   constexpr uint32_t kBurst = 4;
-  using Limiter = detail::BasicRateLimiter<StallHooks, kSharded>;
+  using Limiter = detail::BasicRateLimiter<StallHooks, kMode>;
   static Limiter* limiter = nullptr;
   static uint32_t admitted_in_new = 0;
-  Limiter lim{RateLimitOptions{nanoseconds(1), kBurst, kSharded ? 1u : 0u}};
+  Limiter lim{RateLimitOptions{nanoseconds(1), kBurst, kMode == detail::kFixedLease ? 1u : 0u}};
   limiter = &lim;
   admitted_in_new = 0;
   constexpr uint64_t kOld = 1000;
@@ -443,12 +578,15 @@ void stalled_caller_never_reopens_old_window() {
   limiter = nullptr;
 }
 
-TEST(RateLimiter, StalledCallerNeverReopensOldWindow) {
-  stalled_caller_never_reopens_old_window<false>();
+TEST(RateLimiter, StalledCallerNeverReopensOldWindow_OneWord) {
+  stalled_caller_never_reopens_old_window<detail::kOneWord>();
 }
 
 TEST(RateLimiter, StalledCallerNeverReopensOldWindow_Sharded) {
-  stalled_caller_never_reopens_old_window<true>();
+  stalled_caller_never_reopens_old_window<detail::kFixedLease>();
+}
+TEST(RateLimiter, StalledCallerNeverReopensOldWindow) {
+  stalled_caller_never_reopens_old_window<detail::kAdaptiveLease>();
 }
 
 // --- a signal handler on the same thread, in the middle of a call ----------
@@ -473,9 +611,9 @@ struct SignalHooks {
   }
 };
 
-template <bool kSharded>
+template <unsigned kMode>
 struct MidCall {
-  using Limiter = detail::BasicRateLimiter<SignalHooks, kSharded>;
+  using Limiter = detail::BasicRateLimiter<SignalHooks, kMode>;
   static inline Limiter* limiter = nullptr;
   static inline uint64_t now = 0;
   static inline volatile sig_atomic_t admitted = 0;
@@ -494,12 +632,17 @@ struct MidCall {
   }
 };
 
-template <bool kSharded>
+template <unsigned kMode>
 void signal_mid_call_stays_exact(RateLimitRacePoint point) {
-  using M = MidCall<kSharded>;
-  constexpr uint32_t kBurst = 5;
-  constexpr int kWindows = 40, kCallsPerWindow = 8;
-  typename M::Limiter lim{RateLimitOptions{nanoseconds(1000), kBurst, kSharded ? 2u : 0u}};
+  using M = MidCall<kMode>;
+  // RateLimiter's adaptive lease takes more than one token only with
+  // burst >= 2048: 3000 (leases of 2 tokens, then 1 near the limit).
+  constexpr bool kAdaptive = kMode == detail::kAdaptiveLease;
+  constexpr uint32_t kBurst = kAdaptive ? 3000 : 5;
+  constexpr int kWindows = kAdaptive ? 3 : 40;
+  constexpr int kCallsPerWindow = kAdaptive ? 3008 : 8;
+  typename M::Limiter lim{
+      RateLimitOptions{nanoseconds(1000), kBurst, kMode == detail::kFixedLease ? 2u : 0u}};
   M::limiter = &lim;
   M::admitted = 0;
   M::denied = 0;
@@ -539,50 +682,65 @@ void signal_mid_call_stays_exact(RateLimitRacePoint point) {
   M::limiter = nullptr;
 }
 
-TEST(RateLimiter, SignalHandlerMidCall_AfterLoad_StaysExact) {
-  signal_mid_call_stays_exact<false>(RateLimitRacePoint::after_load);
+TEST(RateLimiter, SignalHandlerMidCall_AfterLoad_StaysExact_OneWord) {
+  signal_mid_call_stays_exact<detail::kOneWord>(RateLimitRacePoint::after_load);
 }
-TEST(RateLimiter, SignalHandlerMidCall_BeforeOpen_StaysExact) {
-  signal_mid_call_stays_exact<false>(RateLimitRacePoint::before_open);
+TEST(RateLimiter, SignalHandlerMidCall_BeforeOpen_StaysExact_OneWord) {
+  signal_mid_call_stays_exact<detail::kOneWord>(RateLimitRacePoint::before_open);
 }
-TEST(RateLimiter, SignalHandlerMidCall_AfterOpen_StaysExact) {
-  signal_mid_call_stays_exact<false>(RateLimitRacePoint::after_open);
+TEST(RateLimiter, SignalHandlerMidCall_AfterOpen_StaysExact_OneWord) {
+  signal_mid_call_stays_exact<detail::kOneWord>(RateLimitRacePoint::after_open);
 }
-TEST(RateLimiter, SignalHandlerMidCall_BeforeAdd_StaysExact) {
-  signal_mid_call_stays_exact<false>(RateLimitRacePoint::before_add);
+TEST(RateLimiter, SignalHandlerMidCall_BeforeAdd_StaysExact_OneWord) {
+  signal_mid_call_stays_exact<detail::kOneWord>(RateLimitRacePoint::before_add);
 }
-TEST(RateLimiter, SignalHandlerMidCall_BeforeMiss_StaysExact) {
-  signal_mid_call_stays_exact<false>(RateLimitRacePoint::before_miss);
+TEST(RateLimiter, SignalHandlerMidCall_BeforeMiss_StaysExact_OneWord) {
+  signal_mid_call_stays_exact<detail::kOneWord>(RateLimitRacePoint::before_miss);
 }
 TEST(RateLimiter, SignalHandlerMidCall_Sharded_BeforeLeaseTake_StaysExact) {
-  signal_mid_call_stays_exact<true>(RateLimitRacePoint::before_lease_take);
+  signal_mid_call_stays_exact<detail::kFixedLease>(RateLimitRacePoint::before_lease_take);
 }
 TEST(RateLimiter, SignalHandlerMidCall_Sharded_BeforeLeaseStore_StaysExact) {
-  signal_mid_call_stays_exact<true>(RateLimitRacePoint::before_lease_store);
+  signal_mid_call_stays_exact<detail::kFixedLease>(RateLimitRacePoint::before_lease_store);
 }
 TEST(RateLimiter, SignalHandlerMidCall_Sharded_BeforeMiss_StaysExact) {
-  signal_mid_call_stays_exact<true>(RateLimitRacePoint::before_miss);
+  signal_mid_call_stays_exact<detail::kFixedLease>(RateLimitRacePoint::before_miss);
 }
 TEST(RateLimiter, SignalHandlerMidCall_Sharded_BeforeOpen_StaysExact) {
-  signal_mid_call_stays_exact<true>(RateLimitRacePoint::before_open);
+  signal_mid_call_stays_exact<detail::kFixedLease>(RateLimitRacePoint::before_open);
 }
 TEST(RateLimiter, SignalHandlerMidCall_Sharded_BeforeAdd_StaysExact) {
-  signal_mid_call_stays_exact<true>(RateLimitRacePoint::before_add);
+  signal_mid_call_stays_exact<detail::kFixedLease>(RateLimitRacePoint::before_add);
+}
+// RateLimiter (adaptive lease, burst 3000: leases of 2 tokens, then 1).
+TEST(RateLimiter, SignalHandlerMidCall_BeforeLeaseTake_StaysExact) {
+  signal_mid_call_stays_exact<detail::kAdaptiveLease>(RateLimitRacePoint::before_lease_take);
+}
+TEST(RateLimiter, SignalHandlerMidCall_BeforeLeaseStore_StaysExact) {
+  signal_mid_call_stays_exact<detail::kAdaptiveLease>(RateLimitRacePoint::before_lease_store);
+}
+TEST(RateLimiter, SignalHandlerMidCall_BeforeMiss_StaysExact) {
+  signal_mid_call_stays_exact<detail::kAdaptiveLease>(RateLimitRacePoint::before_miss);
+}
+TEST(RateLimiter, SignalHandlerMidCall_BeforeOpen_StaysExact) {
+  signal_mid_call_stays_exact<detail::kAdaptiveLease>(RateLimitRacePoint::before_open);
+}
+TEST(RateLimiter, SignalHandlerMidCall_BeforeAdd_StaysExact) {
+  signal_mid_call_stays_exact<detail::kAdaptiveLease>(RateLimitRacePoint::before_add);
+}
+TEST(RateLimiter, SignalHandlerMidCall_AfterOpen_StaysExact) {
+  signal_mid_call_stays_exact<detail::kAdaptiveLease>(RateLimitRacePoint::after_open);
 }
 
 // --- slots: owned, shared, reclaimed ----------------------------------------
 
-bool this_thread_owns_a_slot() {
-  return detail::rate_limit_slot_owned(detail::rate_limit_slot_offset());
-}
-
 // More threads than slots, all alive at once: at most 16 own a slot, the
 // rest share cells (atomic RMWs); every denial is still counted once.
-template <bool kSharded>
+template <unsigned kMode>
 void more_threads_than_slots_counts_exact() {
   constexpr int kThreads = 40, kCalls = 200000;
-  detail::BasicRateLimiter<NoRateLimitHooks, kSharded> lim{
-      RateLimitOptions{milliseconds(1), 0, kSharded ? 4u : 0u}};  // burst 0: always denies
+  detail::BasicRateLimiter<NoRateLimitHooks, kMode> lim{RateLimitOptions{
+      milliseconds(1), 0, kMode == detail::kFixedLease ? 4u : 0u}};  // burst 0: always denies
   std::atomic<int> arrived{0}, owners{0};
   std::atomic<uint64_t> denied{0};
   std::vector<std::thread> threads;
@@ -606,11 +764,14 @@ void more_threads_than_slots_counts_exact() {
   EXPECT_EQ(lim.flush(), uint64_t{kThreads} * kCalls);
 }
 
-TEST(RateLimiter, MoreThreadsThanSlots_SuppressedCountExact) {
-  more_threads_than_slots_counts_exact<false>();
+TEST(RateLimiter, MoreThreadsThanSlots_SuppressedCountExact_OneWord) {
+  more_threads_than_slots_counts_exact<detail::kOneWord>();
 }
 TEST(RateLimiter, MoreThreadsThanSlots_SuppressedCountExact_Sharded) {
-  more_threads_than_slots_counts_exact<true>();
+  more_threads_than_slots_counts_exact<detail::kFixedLease>();
+}
+TEST(RateLimiter, MoreThreadsThanSlots_SuppressedCountExact) {
+  more_threads_than_slots_counts_exact<detail::kAdaptiveLease>();
 }
 
 // A slot whose owner exited is claimed by the next thread: 40 threads one

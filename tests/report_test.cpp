@@ -21,6 +21,7 @@
 #include "lab/report/compare.h"
 #include "lab/report/guide.h"
 #include "lab/report/html.h"
+#include "lab/report/plots.h"
 #include "tests/support/files.h"
 #include "tests/support/run_program.h"
 #endif
@@ -437,6 +438,55 @@ TEST(Guide, ADriftedFigureIsCaughtAndUpdateFixesIt) {
   EXPECT_TRUE(r.success()) << r.describe();
   r = run_doorbell({"guide", (dir / "missing.json").string(), (dir / "guide.md").string()});
   EXPECT_EQ(r.exit_code(), 2) << r.describe();
+}
+
+// The rate limiter's crossover plot (issue 31), from rows made here: per
+// design and thread count, the least work regime whose on/off (baseline p50 /
+// p50) is >= 0.95, "beyond" when none is; limited rows are not used.
+TEST(Report, RateLimiterCrossoverPlot_KnownAnswers) {
+  doorbell::lab::ResultsFile file;
+  auto row = [&](const std::string& method, int threads, int work, const char* regime,
+                 double on_off) {
+    doorbell::lab::ScenarioRecord s;
+    s.name = "ratelimit/" + method + ":threads=" + std::to_string(threads) +
+             ",work_ns=" + std::to_string(work) + ",regime=" + regime;
+    s.group = "ratelimit";
+    s.params = {{"threads", std::to_string(threads)},
+                {"work_ns", std::to_string(work)},
+                {"method", method},
+                {"regime", regime}};
+    doorbell::lab::MetricRecord latency, baseline;
+    latency.name = "latency";
+    latency.summary.p50 = 100.0;
+    baseline.name = "baseline";
+    baseline.summary.p50 = 100.0 * on_off;
+    s.metrics = {latency, baseline};
+    file.scenarios.push_back(s);
+  };
+  for (int t : {1, 2}) {
+    row("ours", t, 30, "never", 0.99);  // holds from the least work
+    row("ours", t, 3000, "never", 1.0);
+    row("seed", t, 30, "never", t == 1 ? 0.97 : 0.3);  // needs 3000 ns at T=2
+    row("seed", t, 3000, "never", 0.96);
+    row("mutex", t, 30, "never", 0.2);  // never there
+    row("mutex", t, 3000, "never", 0.9);
+    row("mutex", t, 30, "limited", 0.99);  // limited rows do not count
+  }
+  std::vector<std::string> names;
+  for (const auto& s : file.scenarios) names.push_back(s.name);
+  const std::vector<doorbell::report::LabeledRun> runs = {{"A", &file}};
+  const auto plots = doorbell::report::group_plots("ratelimit", names, runs);
+  const auto it = std::find_if(plots.begin(), plots.end(),
+                               [](const auto& p) { return p.file == "ratelimit_crossover.svg"; });
+  ASSERT_NE(it, plots.end());
+  for (const char* value : {"ours T=1: 30 ns", "ours T=2: 30 ns", "seed T=1: 30 ns",
+                            "seed T=2: 3000 ns", "mutex T=1: > 3000 ns", "mutex T=2: > 3000 ns"})
+    EXPECT_NE(it->caption.find(value), std::string::npos) << value << " in: " << it->caption;
+  EXPECT_NE(it->script.find("\"beyond 3000 ns\" 2"), std::string::npos) << it->script;
+  // Another group: no crossover plot.
+  const auto other = doorbell::report::group_plots("ladder", names, runs);
+  EXPECT_TRUE(std::none_of(other.begin(), other.end(),
+                           [](const auto& p) { return p.file == "ratelimit_crossover.svg"; }));
 }
 
 }  // namespace

@@ -394,12 +394,102 @@ void breakdown_plots(const std::string& group, const std::vector<std::string>& n
   }
 }
 
+// The rate limiter's crossover (issue 31): for each design and thread
+// count, the least per-call work, of the work regimes the run has, at which
+// the design keeps >= 95% of the no-limiter throughput (its row's baseline
+// p50 / its p50) in the never-limiting regime. One line per design (per
+// run); a design that stays below 95% at every work regime of the run is
+// drawn on the top row, "beyond".
+void crossover_plot(const std::string& group, const std::vector<std::string>& names,
+                    const std::vector<LabeledRun>& runs, std::vector<Plot>& plots) {
+  if (group != "ratelimit") return;
+  constexpr double kGoal = 0.95;
+  // per run: method -> threads -> work -> on/off
+  std::vector<std::map<std::string, std::map<double, std::map<double, double>>>> ratios(
+      runs.size());
+  std::vector<double> levels;
+  std::vector<std::string> methods;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    for (const auto& n : names) {
+      const lab::ScenarioRecord* s = runs[r].find(n);
+      if (!s || !s->ok() || s->param("regime") != "never") continue;
+      const std::string method = s->param("method");
+      const double threads = numeric_param(s->param("threads"));
+      const double work = numeric_param(s->param("work_ns"));
+      const lab::MetricRecord* on = s->primary();
+      const lab::MetricRecord* off = s->metric("baseline");
+      if (method.empty() || !std::isfinite(threads) || !std::isfinite(work) || !on || !off ||
+          !positive(on->summary.p50) || !positive(off->summary.p50))
+        continue;
+      ratios[r][method][threads][work] = off->summary.p50 / on->summary.p50;
+      if (std::find(levels.begin(), levels.end(), work) == levels.end()) levels.push_back(work);
+      if (std::find(methods.begin(), methods.end(), method) == methods.end())
+        methods.push_back(method);
+    }
+  }
+  if (levels.size() < 2) return;  // one work regime: no crossover to show
+  std::sort(levels.begin(), levels.end());
+  Plot p;
+  p.file = slug(group) + "_crossover.svg";
+  p.title = group + ": per-call work needed to keep 95% of the no-limiter throughput";
+  std::string table;
+  std::string s, cmd;
+  int block = 0;
+  for (std::size_t m = 0; m < methods.size(); ++m) {
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const auto found = ratios[r].find(methods[m]);
+      if (found == ratios[r].end()) continue;
+      std::string rows;
+      for (const auto& [threads, by_work] : found->second) {
+        // The least work at which this design reaches the goal.
+        std::size_t level = levels.size();
+        for (std::size_t i = 0; i < levels.size() && level == levels.size(); ++i)
+          if (const auto it = by_work.find(levels[i]); it != by_work.end() && it->second >= kGoal)
+            level = i;
+        rows += fmt::format("{:g} {}\n", threads, level);
+        table += fmt::format("{}{} T={:g}: {}", table.empty() ? "" : "; ", methods[m], threads,
+                             level == levels.size() ? fmt::format("> {:g} ns", levels.back())
+                                                    : fmt::format("{:g} ns", levels[level]));
+        if (runs.size() > 1) table += " (" + runs[r].label + ")";
+      }
+      if (rows.empty()) continue;
+      const std::string name = "c" + std::to_string(block++);
+      datablock(s, name, rows);
+      cmd += fmt::format("{}${} using 1:2 with linespoints lw {} pt 7 dt {} lc rgb \"{}\" {}",
+                         cmd.empty() ? "" : ", ", name, r == 0 ? 2 : 1, r == 0 ? 1 : 2,
+                         kColors[m % kNumColors],
+                         r == 0 ? "title " + gp_string(methods[m]) : "notitle");
+    }
+  }
+  if (cmd.empty()) return;
+  p.caption =
+      "For each design (never-limiting regime) and thread count T: the least per-call work of "
+      "this run's work regimes at which the design's limiter-on / limiter-off throughput (its "
+      "row's baseline p50 / its p50) is at least 0.95; \"beyond\" when no regime reaches it. "
+      "Lower is better: the design costs little even on a short path." +
+      std::string(runs.size() > 1 ? " Solid: " + runs[0].label + "; dashed: " + runs[1].label + "."
+                                  : "") +
+      " Values: " + table + ".";
+  s += "set logscale x 2\nset xlabel \"threads\"\nset ylabel \"work per call needed\"\n";
+  s += fmt::format("set yrange [-0.5:{}.5]\nset ytics (", levels.size());
+  for (std::size_t i = 0; i < levels.size(); ++i)
+    s += fmt::format("{}{} {}", i ? ", " : "", gp_tic(fmt::format("{:g} ns", levels[i])), i);
+  s += fmt::format(", {} {})\n", gp_tic(fmt::format("beyond {:g} ns", levels.back())),
+                   levels.size());
+  s += "set offsets graph 0.05, graph 0.05, 0, 0\nset key outside right top\n";
+  s += "plot " + cmd + "\n";
+  p.script = s;
+  p.width = 1000;
+  plots.push_back(std::move(p));
+}
+
 }  // namespace
 
 std::vector<Plot> group_plots(const std::string& group, const std::vector<std::string>& names,
                               const std::vector<LabeledRun>& runs) {
   std::vector<Plot> plots;
   bar_plot(group, names, runs, plots);
+  crossover_plot(group, names, runs, plots);
   breakdown_plots(group, names, runs, plots);
   scaling_plots(group, names, runs, plots);
   percentile_plots(group, names, runs, plots);

@@ -3,6 +3,9 @@
 // For each scenario group, in this order:
 //  - a bar chart of each scenario's primary metric, p50 with a p99 whisker,
 //    on a log scale;
+//  - for the "ratelimit" group, the crossover: per design and thread count,
+//    the least per-call work at which the limiter keeps 95% of the
+//    no-limiter throughput (with two or more work regimes in the run);
 //  - for the "e2e" group, stacked O_send / O_delay / O_recv / O_hndl bars
 //    against threads, one chart per delivery policy (and per run);
 //  - for scenarios with a numeric param (threads, rate_hz, work_ns ...), a

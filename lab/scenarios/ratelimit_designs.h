@@ -216,23 +216,26 @@ class SeedLimiter {
   WindowLog* log_;
 };
 
-// doorbell::RateLimiter (single word), or ShardedRateLimiter (kSharded).
-template <typename Hooks = NoRateLimitHooks, bool kSharded = false>
+// doorbell::RateLimiter (kMode detail::kAdaptiveLease), ShardedRateLimiter
+// (detail::kFixedLease, `lease` tokens a lease) or the one-word limiter
+// (detail::kOneWord).
+template <typename Hooks = NoRateLimitHooks, unsigned kMode = detail::kAdaptiveLease>
 class OurLimiter {
  public:
   OurLimiter(uint64_t interval, uint32_t burst, uint32_t lease, uint64_t first_now)
-      : limiter_(RateLimitOptions{std::chrono::nanoseconds(interval), burst, kSharded ? lease : 0}),
+      : limiter_(RateLimitOptions{std::chrono::nanoseconds(interval), burst,
+                                  kMode == detail::kFixedLease ? lease : 0}),
         base_(limiter_.window_of(first_now)) {}
   Decision call(uint64_t now) noexcept {
     const RateLimitVerdict v = limiter_.check_at(now);
     if (v.suppressed != 0) reported_.fetch_add(v.suppressed, std::memory_order_relaxed);
     return {v.allowed, static_cast<uint32_t>(v.window - base_)};
   }
-  detail::BasicRateLimiter<Hooks, kSharded>& limiter() noexcept { return limiter_; }
+  detail::BasicRateLimiter<Hooks, kMode>& limiter() noexcept { return limiter_; }
   uint64_t reported() const noexcept { return reported_.load(std::memory_order_relaxed); }
 
  private:
-  detail::BasicRateLimiter<Hooks, kSharded> limiter_;
+  detail::BasicRateLimiter<Hooks, kMode> limiter_;
   uint32_t base_;
   alignas(64) std::atomic<uint64_t> reported_{0};
 };

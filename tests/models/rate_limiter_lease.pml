@@ -74,6 +74,18 @@
  *   of owner 0 spends window 0's leftover in window 1: exactness fails.
  *  -DGRANT_UNCUT: the fetch_add grant is not cut at burst (lease_ tokens
  *   whenever count < burst): more than B tokens handed out in a window.
+ *
+ * RateLimiter's adaptive lease (issue 31): -DADAPTIVE=D. A refill asks for
+ * lease_for(left) = (left / D) clamped to 1..L tokens (in the code D =
+ * kAdaptiveLeaseDivisor = 1024, L = kAdaptiveLeaseCap = 4096), where left =
+ * B - the count of the word it loaded; the opener asks lease_for(B), cut at
+ * B. The fetch_add adds the ask and the grant is cut by the count the
+ * fetch_add returned. The slack bound (SLACK) becomes NCELLS * min(L - 1,
+ * B / D): the header's cells * min(burst / 1024, 4095).
+ *  -DGRANT_FROM_LOAD (with ADAPTIVE): the fault of cutting the grant by the
+ *   loaded count instead of the returned one (the ask is sized from the
+ *   load, so it is tempting): two refills that loaded the same count both
+ *   get their whole ask: more than B tokens handed out in a window.
  */
 #ifndef B
 #define B 3        /* burst */
@@ -107,11 +119,22 @@
 #else
 #define NCELLS OWNERS
 #endif
+#ifdef ADAPTIVE
+#define MIN(a, b) (((a) < (b)) -> (a) : (b))
+/* lease_for(left): left / D clamped to 1..L */
+#define ASK(left) (((left) / ADAPTIVE < 1) -> 1 : MIN(L, (left) / ADAPTIVE))
+#ifndef SLACK
+#define SLACK (NCELLS * MIN(L - 1, B / ADAPTIVE))  /* the header's adaptive bound */
+#endif
+#define G MIN(ASK(B), B)  /* the opener: lease_for(burst_), cut at burst_ */
+#else
+#define ASK(left) L       /* the fixed lease */
 #ifndef SLACK
 #define SLACK (NCELLS * (L - 1))  /* the header's bound on unspent tokens at a denial */
 #endif
-#define NPROC (OWNERS + SHARERS + HANDLER)
 #define G ((L < B) -> L : B)  /* grant of an opener: lease_ < burst_ ? lease_ : burst_ */
+#endif
+#define NPROC (OWNERS + SHARERS + HANDLER)
 
 byte word_w = 0;         /* word_: window (full; no wrap here) */
 byte word_c = 0;         /* word_: count; (0, 0) is the never-opened word */
@@ -280,13 +303,16 @@ inline refill(c) {
             :: !open && wc >= B ->                 /* count_part(w) >= burst_: count_miss(1) */
                  deny(ww, sh, sa, sd)
             :: !open && wc < B ->
-                 atomic {                          /* old = word_.fetch_add(lease_) */
+                 ask = ASK(B - wc);                /* ask = lease_for(burst_ - count_part(w)) */
+                 atomic {                          /* old = word_.fetch_add(ask) */
                    gw = word_w;
                    if
 #ifdef GRANT_UNCUT
-                   :: word_c < B -> g = L          /* the fault: the range not cut at burst */
+                   :: word_c < B -> g = ask        /* the fault: the range not cut at burst */
+#elif defined(GRANT_FROM_LOAD)
+                   :: word_c < B -> g = ((B - wc < ask) -> B - wc : ask)   /* the fault: cut by the load */
 #else
-                   :: word_c < B -> g = ((B - word_c < L) -> B - word_c : L)
+                   :: word_c < B -> g = ((B - word_c < ask) -> B - word_c : ask)
 #endif
                    :: else -> g = 0
                    fi;
@@ -298,7 +324,7 @@ inline refill(c) {
                         result = 1
                    :: else -> deny(gw, handed[gw], admitted[gw], dropped[gw])   /* granted == 0 */
                    fi;
-                   word_c = word_c + L
+                   word_c = word_c + ask
                  }
             fi;
             if
@@ -377,8 +403,8 @@ inline check_end() {
   }
 }
 
-#define LOCALS byte e, lw, lc, ww, wc, sh, sa, sd, nw, g, gw, dw, dc, result, calls, i, j, k; bool open
-#define RESET skip; d_step { e = 0; lw = 0; lc = 0; ww = 0; wc = 0; sh = 0; sa = 0; sd = 0; nw = 0; g = 0; gw = 0; dw = 0; dc = 0; result = 0; open = false; calls++ }
+#define LOCALS byte e, lw, lc, ww, wc, sh, sa, sd, nw, g, gw, dw, dc, ask, result, calls, i, j, k; bool open
+#define RESET skip; d_step { e = 0; lw = 0; lc = 0; ww = 0; wc = 0; sh = 0; sa = 0; sd = 0; nw = 0; g = 0; gw = 0; dw = 0; dc = 0; ask = 0; result = 0; open = false; calls++ }
 
 /* Owner 0: makes no step while its signal handler runs. */
 active proctype Owner0() provided (!in_handler) {
