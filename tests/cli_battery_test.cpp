@@ -193,7 +193,7 @@ std::vector<Value> values_for(const Option& o, std::string& problem) {
   if (numeric(type)) {
     if (!o.spec["range"].is_array()) {
       problem = o.command + " " + o.name() + " takes a number (" + type +
-                ") but declares no range: give it ->check(number_in(MIN, MAX)) or CLI::Range";
+                ") but declares no range: give it ->check(number_in(MIN, MAX))";
       return {};
     }
     const double lo = o.spec["range"][0], hi = o.spec["range"][1];

@@ -427,5 +427,35 @@ TEST(InspectParse, NamespacePids) {
   EXPECT_TRUE(parse_namespace_pids("Name:\tx\n").empty());
 }
 
+// Issue 36 item 12: SIG_IGN blocked in the main thread (queued, then taken
+// and dropped by another thread) was left out of "Why:", which then said
+// nothing of it; an exited main thread (pthread_exit: State Z while the
+// others run) was listed like a live one.
+TEST(InspectRender, WhyExplainsABlockedIgnoredSignalAndExitedThreadsAreMarked) {
+  auto p = process({thread(100, "main", false), thread(101, "w", false)});
+  for (auto& t : p.threads) t.ignored = mask_of(SIGUSR2) | mask_of(SIGPIPE);
+  p.threads[0].blocked = mask_of(SIGUSR2);
+  p.threads[0].state = 'Z';
+  const auto r = analyze(p);
+  ASSERT_EQ(verdict_for(r, SIGUSR2).verdict, Verdict::ignored);
+  const std::string text = render_text(r, nullptr);
+  const std::size_t why = text.find("\nWhy:\n");
+  ASSERT_NE(why, std::string::npos) << text;
+  const std::string explained = text.substr(why, text.find("\nQueue:", why) - why);
+  EXPECT_NE(explained.find("SIGUSR2: ignored: SIG_IGN, and the main thread blocks it"),
+            std::string::npos)
+      << text;
+  // Discarded at send: nothing to say beyond its verdict.
+  EXPECT_EQ(explained.find("SIGPIPE"), std::string::npos) << text;
+  std::size_t main_row = text.find("     100  main");
+  ASSERT_NE(main_row, std::string::npos) << text;
+  const std::string row = text.substr(main_row, text.find('\n', main_row) - main_row);
+  EXPECT_NE(row.find("exited"), std::string::npos) << text;
+  main_row = text.find("     101  w");
+  ASSERT_NE(main_row, std::string::npos) << text;
+  EXPECT_EQ(text.substr(main_row, text.find('\n', main_row) - main_row).find("exited"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace doorbell::lab::inspect

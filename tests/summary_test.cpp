@@ -74,7 +74,7 @@ TEST(Summary, EachLineHasItsFigureAndItsScenarios) {
   for (const auto& l : lines) EXPECT_TRUE(l.measured) << l.topic << ": " << l.text;
 
   EXPECT_EQ(lines[0].text,
-            "500x an atomic store+load and 4x a syscall (kill + handler 1.00 µs p50)");
+            "500x an atomic store+load and 4.00x a syscall (kill + handler 1.00 µs p50)");
   EXPECT_EQ(lines[0].scenarios.size(), 3u);
 
   // busy_poll and spinning methods do not sleep (std::atomic::wait and

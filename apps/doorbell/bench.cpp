@@ -178,7 +178,7 @@ const CommandRegistrar kBench{
                     "Short run: 1/5 of the time budget, 1/10 of the samples, 3 repetitions");
       cmd->add_option("--repeat", options->repeat,
                       "Repetitions after the warm-up (default 5, 3 with --quick)")
-          ->check(CLI::Range(1, 1000));
+          ->check(number_in(1, 1000));
       cmd->add_option("--suite", options->suite, "Which suite runs without --filter")
           ->check(CLI::IsMember({"default", "full"}));
       auto* json =

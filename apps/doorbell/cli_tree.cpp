@@ -5,7 +5,7 @@
 //
 //   {"path": "", "subcommands": [{"path": "partition run", ...}], "options": [
 //     {"name": "--frames", "names": ["--frames"], "positional": false,
-//      "type": "INT", "full_type": "INT:in [1 - 1000000000000]",
+//      "type": "INT", "full_type": "INT:in [1, 10^12]",
 //      "range": [1, 1e12] | null, "choices": [...], "flag": false,
 //      "expected_min": 1, "expected_max": 1, "required": false,
 //      "default": "", "needs": ["--watch"], "excludes": ["--duration"],
@@ -14,8 +14,8 @@
 // "type" is CLI11's type name before any validator: INT, UINT, FLOAT, TEXT,
 // or what a command declared for a text value (apps/doorbell/options.h):
 // FILE (read), OUTFILE (written; OUTFILE|- also takes "-" for stdout),
-// OUTDIR (a directory written into), GLOB. "range" is the [MIN - MAX] of a
-// range validator (CLI::Range or number_in), "choices" those of IsMember.
+// OUTDIR (a directory written into), GLOB. "range" is the [MIN, MAX] of
+// number_in (apps/doorbell/options.h), "choices" those of IsMember.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <regex>
@@ -24,6 +24,7 @@
 
 #include "apps/doorbell/cli_introspect.h"
 #include "apps/doorbell/command.h"
+#include "apps/doorbell/options.h"
 
 namespace doorbell::cli {
 namespace {
@@ -45,10 +46,10 @@ nlohmann::ordered_json option_json(const CLI::Option* opt) {
   const std::string full = opt->get_type_name();
   j["type"] = base_type(full);
   j["full_type"] = full;
-  static const std::regex range(R"(in \[([^ \]]+) - ([^ \]]+)\])");
+  static const std::regex range(R"(in \[([^ ,\]]+), ([^ \]]+)\])");
   std::smatch m;
   if (std::regex_search(full, m, range))
-    j["range"] = {std::stod(m[1].str()), std::stod(m[2].str())};
+    j["range"] = {parse_short_number(m[1].str()), parse_short_number(m[2].str())};
   else
     j["range"] = nullptr;
   j["choices"] = choices_of(full);

@@ -1,9 +1,12 @@
 // doorbell guide RESULTS.json GUIDE.md [--update]
 //
 // Checks the measured figures in the guide against a results file (the
-// markers and what they hold: lab/report/guide.h). Without --update: every
-// figure must read exactly what the results give (exit 1 and a list of
-// differences otherwise). With --update: rewrites the figures in place.
+// markers and what they hold: lab/report/guide.h). Without --update: each
+// figure the results measure is the same, agrees (within
+// report::kGuideTolerance, a factor of 1.25) or differs; exit 1 when one
+// differs, each listed. Figures the results do not measure (a partial run)
+// are counted apart, neither agreeing nor differing. With --update: rewrites
+// the measured figures in place.
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
@@ -32,7 +35,10 @@ const CommandRegistrar kGuide{
     "guide", 45, [](CLI::App& app) {
       auto args = std::make_shared<GuideArgs>();
       auto* cmd = app.add_subcommand(
-          "guide", "Check (or --update) the measured figures in the guide against a results file");
+          "guide",
+          "Check (or --update) the measured figures in the guide against a results file: each "
+          "is the same, agrees (within 25%) or differs (exit 1); figures the file does not "
+          "measure are counted apart");
       cmd->add_option("results", args->results, "RESULTS.json")
           ->required()
           ->type_name("FILE")
@@ -63,18 +69,26 @@ const CommandRegistrar kGuide{
           throw UsageError("guide: " + args->guide +
                            ": no figure markers (<!--m:KIND SOURCE-->...<!--/m-->) in it; is it "
                            "the guide?");
+        const std::string unmeasured =
+            check.not_measured.empty()
+                ? std::string()
+                : fmt::format(", {} not measured in it", check.not_measured.size());
         if (args->update) {
           if (check.updated != buffer.str()) lab::write_file_atomically(args->guide, check.updated);
           std::cout << fmt::format(
               "{}: {} figures, {} updated from {}{}\n", args->guide, check.figures,
-              check.differences.size() - check.kept, args->results,
-              check.kept ? fmt::format(", {} kept (not measured in it)", check.kept)
-                         : std::string());
+              check.agree.size() + check.differences.size(), args->results,
+              check.not_measured.empty()
+                  ? std::string()
+                  : fmt::format(", {} kept (not measured in it)", check.not_measured.size()));
           return;
         }
         for (const auto& d : check.differences) std::cerr << "doorbell guide: " << d << "\n";
-        std::cout << fmt::format("{}: {} figures, {} differ from {}\n", args->guide, check.figures,
-                                 check.differences.size(), args->results);
+        for (const auto& a : check.agree) std::cerr << "doorbell guide: " << a << "\n";
+        std::cout << fmt::format(
+            "{}: {} figures against {}: {} the same, {} within {:.0f}% (agree), {} differ{}\n",
+            args->guide, check.figures, args->results, check.same, check.agree.size(),
+            (report::kGuideTolerance - 1) * 100, check.differences.size(), unmeasured);
         if (!check.differences.empty()) set_exit_code(1);
       });
     }};

@@ -194,11 +194,11 @@ const CommandRegistrar kInspect{
                                     "measure each signal's real wait and its cause")
                         ->check(number_in(0.001, kMaxWatchSeconds));
       cmd->add_option("--period-ms", options->period_ms, "sampling period of --watch (default 10)")
-          ->check(CLI::Range(1, 10000))
+          ->check(number_in(1, 10000))
           ->needs(watch);
       cmd->add_option("--window-ms", options->window_ms,
                       "how long to measure which threads are busy (default 200)")
-          ->check(CLI::Range(10, 60000));
+          ->check(number_in(10, 60000));
       cmd->callback([options] { run_inspect(*options); });
     }};
 

@@ -18,9 +18,22 @@
 namespace doorbell::cli {
 
 std::string short_number(double value) {
-  if (std::isfinite(value) && std::nearbyint(value) == value && std::fabs(value) < 1e9)
-    return fmt::format("{:.0f}", value);
+  if (!std::isfinite(value)) return fmt::format("{}", value);
+  const bool whole = std::nearbyint(value) == value;
+  if (whole && std::fabs(value) < 1e6) return fmt::format("{:.0f}", value);
+  // Powers of ten from a million up as such: 10^12, not 1e+12; other whole
+  // numbers in full (3600000000).
+  const double exponent = std::nearbyint(std::log10(std::fabs(value)));
+  if (value > 0 && exponent >= 6 && std::pow(10.0, exponent) == value)
+    return fmt::format("10^{:.0f}", exponent);
+  if (whole && std::fabs(value) < 1e15) return fmt::format("{:.0f}", value);
   return fmt::format("{:.6g}", value);
+}
+
+double parse_short_number(const std::string& text) {
+  const std::size_t caret = text.find("10^");
+  if (caret == 0) return std::pow(10.0, std::strtod(text.c_str() + 3, nullptr));
+  return std::strtod(text.c_str(), nullptr);
 }
 
 void check_input_file(const std::string& command, const std::string& path) {
@@ -59,19 +72,17 @@ CLI::Validator nonempty_path() {
 }
 
 CLI::Validator number_in(double min, double max) {
-  const std::string range = fmt::format("[{} - {}]", short_number(min), short_number(max));
+  const std::string range = fmt::format("[{}, {}]", short_number(min), short_number(max));
   return CLI::Validator(
-      [min, max](std::string& text) -> std::string {
+      [range, min, max](std::string& text) -> std::string {
         const std::string shown = text.size() > 40 ? text.substr(0, 40) + "..." : text;
-        const std::string want =
-            fmt::format("a number in [{}, {}]", short_number(min), short_number(max));
         char* end = nullptr;
         errno = 0;
         const double value = std::strtod(text.c_str(), &end);
-        if (text.empty() || end == text.c_str() || *end != '\0')
-          return fmt::format("'{}' is not {}", shown, want);
+        if (text.empty() || end == text.c_str() || *end != '\0' || std::isnan(value))
+          return fmt::format("'{}' is not a number; it must be in {}", shown, range);
         if (!std::isfinite(value) || errno == ERANGE || value < min || value > max)
-          return fmt::format("{} is not {}", shown, want);
+          return fmt::format("{} is out of range: it must be in {}", shown, range);
         return {};
       },
       "in " + range);

@@ -1,9 +1,10 @@
 // What every command's options share: one way to declare a numeric range,
 // so that each number an option takes has a declared, finite range that the
-// help shows ("in [MIN - MAX]"), the generated completion and CLI battery
+// help shows ("in [MIN, MAX]"), the generated completion and CLI battery
 // (tests/cli_battery_test.cpp) read, and a bad value is refused before any
-// work with one line that names the option ("--duration: inf is not a
-// number in [0.01, 1e+07]").
+// work with one line that names the option ("--duration: inf is out of
+// range: it must be in [0.01, 10^7]", "--frames: 'x' is not a number; it
+// must be in [1, 10^12]").
 #pragma once
 
 #include <string>
@@ -15,8 +16,9 @@ class Validator;
 namespace doorbell::cli {
 
 // A number (integer or floating point) in [min, max]: NaN, infinities and
-// values outside are refused. Its description is "in [MIN - MAX]", as
-// CLI11's own Range writes it, so both read the same.
+// values outside are refused. Its description is "in [MIN, MAX]" (the help
+// shows "INT:in [1, 1000]"); every numeric option uses it rather than
+// CLI::Range, whose description repeats the type ("INT:INT in [1 - 1000]").
 CLI::Validator number_in(double min, double max);
 
 // A file or directory name that is not empty (CLI11 takes '' as a value;
@@ -35,7 +37,10 @@ void check_output_file(const std::string& command, const std::string& option,
 void ensure_output_directory(const std::string& command, const std::string& option,
                              const std::string& path);
 
-// A short form of a number for messages: 1e+07, 0.05, 200000.
+// A short form of a number for messages: 200000, 0.05, 10^7, 1.5e+07.
 std::string short_number(double value);
+
+// The number short_number() wrote (10^N included).
+double parse_short_number(const std::string& text);
 
 }  // namespace doorbell::cli

@@ -407,19 +407,19 @@ const CommandRegistrar kPartition{
                     "the tick-granular CPU clock)");
       run->add_option("--max-stop-lead-us", run_args.max_stop_lead_us,
                       "Override the schedule's max_stop_lead_us (0: no stop lead)")
-          ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}));
+          ->check(number_in(0, 1'000'000));
       run->add_option("--boundary-spin-us", run_args.boundary_spin_us,
                       "Sleep until this long before each boundary and spin the rest "
                       "(default 200; 0: sleep until the boundary)")
-          ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
+          ->check(number_in(0, 100'000));
       run->add_option("--max-handover-us", run_args.max_handover_us,
                       "Resume the incoming partition once the outgoing one is stopped, or this "
                       "long after the boundary at the latest (default 1000; 0: at once)")
-          ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}));
+          ->check(number_in(0, 1'000'000));
       run->add_option("--max-window-records", run_args.max_window_records,
                       "Write at most N per-window records to the JSON (the first N; the "
                       "summaries cover every window; default 20000)")
-          ->check(CLI::Range(int64_t{0}, int64_t{1'000'000'000}));
+          ->check(number_in(0, 1'000'000'000));
       run->add_flag("--no-verify", run_args.no_verify,
                     "Skip the /proc check that every thread is in state T");
       run->callback([] { run_command(run_args); });

@@ -372,7 +372,7 @@ const CommandRegistrar kTrace{
           ->check(number_in(0.05, 86400));
       cmd->add_option("--top", args->top, "rows shown per refresh")
           ->capture_default_str()
-          ->check(CLI::Range(1, 100000));
+          ->check(number_in(1, 100000));
       cmd->add_flag("--json", args->json,
                     "one JSON object per line: start, each interval, summary");
       auto* overhead =
@@ -381,12 +381,12 @@ const CommandRegistrar kTrace{
       cmd->add_option("--storm-signals", args->overhead_signals,
                       "signals per storm run for --measure-overhead")
           ->capture_default_str()
-          ->check(CLI::Range(1000, 100000000))
+          ->check(number_in(1000, 100000000))
           ->needs(overhead);
       cmd->add_option("--storm-rounds", args->overhead_rounds,
                       "rounds of --measure-overhead (each runs untraced, tracefs and bpf)")
           ->capture_default_str()
-          ->check(CLI::Range(1, 1000))
+          ->check(number_in(1, 1000))
           ->needs(overhead);
       auto* backend = cmd->add_option("--backend", args->backend,
                                       "bpf or tracefs (default: bpf where it loads, else tracefs)")

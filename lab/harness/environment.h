@@ -22,7 +22,14 @@ struct Environment {
   // that has a syscall or a signal in it.
   std::string hypervisor;  // from CPUID leaf 0x40000000: "KVM", "Microsoft Hyper-V", ..., or "none"
   std::string pti;         // page-table isolation: "on", "off", "not affected" (from .../meltdown)
-  double syscall_ns = 0;  // getppid through syscall(2), median of batch means, measured at start-up
+  // getppid through syscall(2) at start-up: the least of kSyscallProbes
+  // probes (each the median of its batch means) a few ms apart. One probe
+  // moved by half between two runs a minute apart on one VM (648 vs 424 ns)
+  // while the ladder's getpid row held; interference only adds, so the least
+  // is the machine's. The report compares machines by the ladder's
+  // ladder/syscall_getpid row where both ran, by this otherwise.
+  double syscall_ns = 0;
+  std::vector<double> syscall_ns_probes;  // every probe, in order: the spread
   std::string
       machine_summary;  // one line: hypervisor, clocksource, PTI, syscall cost and its class
   std::string clocksource;
@@ -48,6 +55,10 @@ Environment probe_environment();
 // The cost of one getppid(2) through syscall(2): the median over `batches`
 // batches of the mean over `calls` calls, in nanoseconds (CLOCK_MONOTONIC).
 double measure_syscall_ns(int batches = 15, int calls = 2000);
+
+// How many times probe_environment() measures it (measure_syscall_ns with its
+// defaults, 10 ms apart).
+inline constexpr int kSyscallProbes = 5;
 
 // "KVM guest (kvm-clock), PTI on, syscall 1.02 µs: a dear kernel entry ...".
 std::string summarize_machine(const Environment& environment);

@@ -3,6 +3,7 @@
 #include "lab/harness/results_reader.h"
 #include "lab/harness/summary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -105,6 +106,7 @@ json to_json(const Environment& e) {
               {"hypervisor", e.hypervisor},
               {"pti", e.pti},
               {"syscall_ns", e.syscall_ns},
+              {"syscall_ns_probes", e.syscall_ns_probes},
               {"machine_summary", e.machine_summary},
               {"clocksource", e.clocksource},
               {"signal_cost_features", e.signal_cost_features},
@@ -146,6 +148,9 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
             {"statistic", r.ratio->statistic},
             {"available", r.available},
             {"meaning", r.ratio->meaning}};
+    if (r.available && !r.ratio->numerator_words.empty())
+      rj["in_words"] =
+          format_ratio_words(r.value, r.ratio->numerator_words, r.ratio->denominator_words);
     rj["value"] = r.available ? json(r.value) : json(nullptr);
     if (!r.available) rj["why"] = r.why;  // the reason beside the null value
     if (!r.ratio->metric.empty()) rj["metric"] = r.ratio->metric;
@@ -263,7 +268,15 @@ void print_table(const RunResults& results, std::ostream& out) {
                          "p50", "p90", "p99", "p99.9", "max", "count", "p50 spread over reps");
     }
     std::string title = sc.title.empty() ? sc.name : sc.title;
-    if (title.size() > 44) title = title.substr(0, 43) + "…";
+    // A title longer than its column gets a line of its own, whole: cut to
+    // the column, rows that differ only at the end ("round trip, threads,
+    // other core: pthread_ki…") read the same.
+    const auto characters =
+        std::count_if(title.begin(), title.end(), [](char c) { return (c & 0xC0) != 0x80; });
+    if (characters > 44) {
+      out << "  " << title << "\n";
+      title.clear();
+    }
     if (r.status != ScenarioResult::Status::ok) {
       out << fmt::format("  {:<44} {}: {}\n", title,
                          r.status == ScenarioResult::Status::skipped ? "skipped" : "FAILED",
@@ -307,6 +320,9 @@ void print_table(const RunResults& results, std::ostream& out) {
       out << fmt::format("  {:<38} {:>10} {:>10} {:>8}  {}\n", ratio.name, ours, pub, vs,
                          ratio.reference_source.empty() ? "-" : ratio.reference_source);
       if (!r.available) out << "      not computed: " << r.why << "\n";
+      if (r.available && !ratio.numerator_words.empty())
+        out << "      "
+            << format_ratio_words(r.value, ratio.numerator_words, ratio.denominator_words) << "\n";
       if (!ratio.meaning.empty()) out << "      " << ratio.meaning << "\n";
     }
   }

@@ -483,7 +483,7 @@ InspectReport analyze(const ProcessSnapshot& p) {
   bool any_live = false, all_stopped = true, all_traced = true;
   for (const auto& t : p.threads) {
     report.threads.push_back({t.tid, t.name, policy_name(t.policy, t.rt_priority), is_busy(t),
-                              t.new_in_window, t.state});
+                              t.new_in_window, t.state, gone(t)});
     if (t.pending) report.thread_pending.emplace_back(t.tid, t.pending);
     caught |= t.caught;
     ignored |= t.ignored;
@@ -567,6 +567,7 @@ InspectReport analyze(const ProcessSnapshot& p) {
       v.reason = is_ignored ? "SIG_IGN, and the main thread does not block it: the kernel "
                               "discards it at send time"
                             : "no handler, and its default action is to ignore it";
+      v.plain = true;
     } else if (init_refuses && !main_blocks) {
       v.verdict = Verdict::discarded;
       v.reason = fmt::format(
@@ -619,6 +620,7 @@ InspectReport analyze(const ProcessSnapshot& p) {
           orphan_text, v.kernel_choice);
     } else {
       v.verdict = Verdict::default_action;
+      v.plain = true;
       if (action == "stop")
         v.reason = fmt::format(
             "no handler: it stops the process; the group stop starts only when "

@@ -87,6 +87,11 @@ struct SignalVerdict {
   pid_t risky_thread = 0;         // at_risk: the thread it can wait for
   std::vector<pid_t> busy_peers;  // at_risk: busy threads sharing that thread's CPUs
   std::string reason;             // one sentence, names the threads
+  // The reason says no more than the verdict does (a default action, or
+  // discarded at send as ignored): the text's "Why:" leaves it out. An
+  // ignored signal the main thread blocks (queued, then dropped by another
+  // thread) is not plain.
+  bool plain = false;
 };
 
 struct ThreadSummary {
@@ -98,6 +103,9 @@ struct ThreadSummary {
   // it is never counted busy (ProcessSnapshot::short_lived_share counts it).
   bool new_in_window = false;
   char state = '?';
+  // Exited (State Z/X, or exiting): a main thread that called pthread_exit
+  // stays listed while the others run. The text marks it "exited".
+  bool exited = false;
 };
 
 struct InspectReport {

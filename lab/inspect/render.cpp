@@ -162,7 +162,8 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
   out += fmt::format("  {:>8}  {:<16} {:<14} {}\n", "TID", "NAME", "POLICY", "BUSY");
   for (const auto& t : r.threads)
     out += fmt::format("  {:>8}  {:<16} {:<14} {}\n", t.tid, t.name, t.policy,
-                       t.busy            ? "yes"
+                       t.exited          ? "exited"
+                       : t.busy          ? "yes"
                        : t.new_in_window ? "new"
                                          : "");
   out += "\n";
@@ -176,7 +177,7 @@ std::string render_text(const InspectReport& r, const WatchResult* watch) {
   out += "\nWhy:\n";
   bool explained = false;
   for (const auto& v : r.signals) {
-    if (v.verdict == Verdict::default_action || v.verdict == Verdict::ignored) continue;
+    if (v.plain) continue;
     out += fmt::format("  {}: {}: {}.\n", v.name, verdict_name(v.verdict), v.reason);
     explained = true;
   }

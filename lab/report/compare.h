@@ -20,15 +20,16 @@ std::vector<std::string> run_labels(const std::vector<std::string>& files);
 std::string comparison_table(const std::vector<std::string>& names,
                              const std::vector<LabeledRun>& runs);
 
-// One line (plain text) that explains what separates the two machines, from
-// their environment blocks (syscall_ns, hypervisor, pti) and, where both ran
-// them, the ladder's signal, syscall and atomic rows:
-//   "B's kernel entry is 5.2x cheaper (syscall 195 ns vs 1.02 µs: KVM/PTI on
-//    vs KVM/PTI not affected): syscall- and signal-bound rows differ by that,
-//    atomics do not (here: syscall row 5.1x, signal row 4.8x, atomic row
-//    1.05x)"
-// Within 20% it says the kernel entry costs the same; a file without a
-// syscall cost (written before it was recorded) is named as such.
+// One line (plain text) that explains what separates the two machines:
+//   "B's kernel entry is 5.23x cheaper (getpid row p50 195 ns vs 1.02 µs:
+//    KVM/PTI not affected vs KVM/PTI on): syscall- and signal-bound rows
+//    differ by that, atomics do not (here: signal row A 5.00x slower, atomic
+//    row about equal)"
+// The cost of a kernel entry is the p50 of the ladder's getpid row where
+// both runs have it, else the environment's start-up probe (syscall_ns) of
+// both; hypervisor and PTI come from the environment blocks. Within 10% (as
+// the rows' "about equal") it says the kernel entry costs the same; a file
+// with neither the row nor syscall_ns is named as such.
 std::string explain_machines(const LabeledRun& a, const LabeledRun& b);
 
 }  // namespace doorbell::report

@@ -1,6 +1,9 @@
 #include "lab/report/guide.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <regex>
 
 #include <fmt/format.h>
@@ -63,6 +66,34 @@ std::string guide_figure(const lab::ResultsFile& results, const std::string& kin
   return lab::format_duration(value);
 }
 
+namespace {
+
+std::optional<double> figure_value(const std::string& figure, std::string& unit) {
+  // A number, then an optional unit: "3.10 µs", "10.8x", "0.956 x", "2".
+  static const std::regex number(R"(^\s*(-?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?)\s*(\S*)\s*$)");
+  std::smatch m;
+  if (!std::regex_match(figure, m, number)) return std::nullopt;
+  double v = std::strtod(m[1].str().c_str(), nullptr);
+  unit = m[4].str();
+  if (unit == "µs" || unit == "us") v *= 1e3, unit = "ns";
+  if (unit == "ms") v *= 1e6, unit = "ns";
+  if (unit == "s") v *= 1e9, unit = "ns";
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+double figure_factor(const std::string& a, const std::string& b) {
+  std::string ua, ub;
+  const std::optional<double> va = figure_value(a, ua);
+  const std::optional<double> vb = figure_value(b, ub);
+  if (!va || !vb || ua != ub) return lab::kNotMeasured;
+  if (*va == *vb) return 1.0;
+  if (*va == 0 || *vb == 0 || (*va < 0) != (*vb < 0)) return lab::kNotMeasured;
+  return std::max(*va / *vb, *vb / *va);
+}
+
 GuideCheck check_guide(std::string_view text, const lab::ResultsFile& results) {
   GuideCheck check;
   std::size_t last = 0;
@@ -70,11 +101,22 @@ GuideCheck check_guide(std::string_view text, const lab::ResultsFile& results) {
     ++check.figures;
     const std::string want = guide_figure(results, marker.kind, marker.source);
     const bool measured = want != "not measured";
-    if (marker.figure != want) {
-      check.differences.push_back(
-          fmt::format("{} {}: the guide says \"{}\", the results give \"{}\"", marker.kind,
-                      marker.source, marker.figure, want));
-      if (!measured) ++check.kept;
+    const std::string where = marker.kind + " " + marker.source;
+    if (!measured) {
+      check.not_measured.push_back(where);
+    } else if (marker.figure == want) {
+      ++check.same;
+    } else {
+      const double factor = figure_factor(marker.figure, want);
+      const std::string said = fmt::format("{}: the guide says \"{}\", the results give \"{}\"",
+                                           where, marker.figure, want);
+      if (factor <= kGuideTolerance)
+        check.agree.push_back(
+            said + fmt::format(" (within {:.0f}%: agrees)", (kGuideTolerance - 1) * 100));
+      else if (std::isfinite(factor))
+        check.differences.push_back(said + fmt::format(" ({} apart)", lab::format_ratio(factor)));
+      else
+        check.differences.push_back(said);
     }
     check.updated += text.substr(last, marker.offset - last);
     check.updated += "<!--m:" + marker.kind + " " + marker.source + "-->" +

@@ -47,19 +47,38 @@ std::vector<GuideMarker> parse_guide_markers(std::string_view text);
 std::string guide_figure(const lab::ResultsFile& results, const std::string& kind,
                          const std::string& source);
 
+// How far a measured figure may be from the guide's and still agree: a
+// factor of 1.25 either way (10.4x vs 10.8x agrees; 115x vs 1413x differs).
+// Machines and runs differ by a few percent, which is no disagreement with
+// the guide; a figure a quarter off or more is. Compared as numbers in the
+// same unit (times in any of ns, µs, ms, s); a figure that is not a number
+// agrees only when it reads the same.
+inline constexpr double kGuideTolerance = 1.25;
+
 struct GuideCheck {
   std::size_t figures = 0;
-  // One line per figure that differs: `p50 ladder/x: the guide says "1.00
-  // ns", the results give "4.44 µs"`.
+  // Figures the results give exactly as the guide writes them.
+  std::size_t same = 0;
+  // One line per figure that reads otherwise but within kGuideTolerance:
+  // `p50 ladder/x: the guide says "10.4x", the results give "10.8x" (within
+  // 25%: agrees)`.
+  std::vector<std::string> agree;
+  // One line per measured figure beyond kGuideTolerance (or not a number):
+  // `p50 ladder/x: the guide says "115x", the results give "1413x" (12.3x
+  // apart)`.
   std::vector<std::string> differences;
-  // Of those, the figures the results do not measure ("not measured"): a
-  // difference to a check, but --update keeps them as the guide has them.
-  std::size_t kept = 0;
+  // "KIND SOURCE" of each figure the results do not measure (a partial run):
+  // neither agrees nor differs; --update keeps them as the guide has them.
+  std::vector<std::string> not_measured;
   // The text with every figure the results measure replaced by what they
   // give; the others as they were (a results file of one group updates
   // that group's figures and leaves the rest alone).
   std::string updated;
 };
+
+// The factor between two figures ("10.4x" and "10.8x": 1.04), >= 1; NaN
+// when they are not numbers in the same unit.
+double figure_factor(const std::string& a, const std::string& b);
 
 // Compares every figure of the guide's text with the results.
 GuideCheck check_guide(std::string_view text, const lab::ResultsFile& results);
