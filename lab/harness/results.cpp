@@ -1,5 +1,7 @@
 #include "lab/harness/results.h"
 
+#include "doorbell/signal_channel.h"
+
 #include "lab/harness/results_reader.h"
 #include "lab/harness/summary.h"
 
@@ -135,6 +137,10 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
                       {"repetitions", results.options.repetitions},
                       {"filters", results.options.filters}};
   j["wall_s"] = results.wall_s;
+  if (results.interrupted.signal != 0)
+    j["interrupted"] = json{{"signal", signal_name(results.interrupted.signal)},
+                            {"during", results.interrupted.during},
+                            {"not_run", results.interrupted.not_run}};
   json scenarios = json::array();
   for (const auto& r : results.scenarios) scenarios.push_back(scenario_json(r));
   j["scenarios"] = scenarios;
@@ -340,6 +346,14 @@ void print_table(const RunResults& results, std::ostream& out) {
   if (failed > 0) out << fmt::format(", {} FAILED", failed);
   if (flagged > 0) out << fmt::format(", {} flagged (WARNING above)", flagged);
   out << "\n";
+  const Interruption& stop = results.interrupted;
+  if (stop.signal != 0)
+    out << fmt::format(
+        "INTERRUPTED by {}{}: the rows above are what ran{}\n", signal_name(stop.signal),
+        stop.during.empty() ? std::string() : " during " + stop.during,
+        stop.not_run.empty()
+            ? std::string()
+            : fmt::format("; {} not run (first: {})", stop.not_run.size(), stop.not_run.front()));
 }
 
 }  // namespace doorbell::lab
