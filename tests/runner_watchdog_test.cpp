@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -64,6 +65,13 @@ void sleep_on_futex_forever() {
 // Test-only registrations: never in a suite (in_default_suite false, and the
 // lab's binary does not link this file).
 const Registrar kWatchdogScenarios{std::vector<Scenario>{
+    {.name = "watchdogtest/first",
+     .group = "watchdogtest",
+     .title = "a short row before the others",
+     .budget_s = 0.01,
+     .samples = 5,
+     .in_default_suite = false,
+     .run = [](Context& ctx) { ctx.metric().record(3.0); }},
     {.name = "watchdogtest/hangs_forever",
      .group = "watchdogtest",
      .title = "blocks forever on purpose",
@@ -158,7 +166,10 @@ std::string children_of_self() {
 // Runs `options` in a forked child; returns what it reported (the results
 // and what it saw of itself afterwards), or a null json when the run did
 // not finish within `deadline`.
-json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std::string* why) {
+// interrupt: the run has StopOnSignals, and a thread sends the process
+// SIGINT once the hanging scenario has started (a user's Ctrl-C).
+json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std::string* why,
+                  bool interrupt = false) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     *why = std::string("pipe2: ") + std::strerror(errno);
@@ -171,7 +182,20 @@ json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std:
     // process's first thread: start it now, so that it is in the baseline.
     test::start_runtime_threads();
     const std::set<pid_t> threads_before = test::thread_ids();
+    std::optional<StopOnSignals> stop_on_signals;
+    std::thread interrupter;
+    if (interrupt) {
+      stop_on_signals.emplace();
+      interrupter = std::thread([] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (started()->hangs.load() == 0 && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        ::kill(::getpid(), SIGINT);
+      });
+    }
     const RunResults results = run_scenarios(options, select_scenarios(options));
+    if (interrupter.joinable()) interrupter.join();
+    stop_on_signals.reset();
     json report;
     for (const auto& s : results.scenarios)
       report["scenarios"].push_back(
@@ -186,6 +210,7 @@ json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std:
            {"warnings", s.warnings},
            {"counters", s.counters}});
     report["json"] = to_json(results, "test");
+    report["stop_signal"] = stop_signal();
     std::ostringstream table;
     print_table(results, table);
     report["table"] = table.str();
@@ -329,6 +354,47 @@ TEST(Runner, DeathsTimeoutsAndStallsAreReportedWithWhereTheyHappened) {
   EXPECT_EQ(report["scenarios"][3]["status"], "ok");
   EXPECT_EQ(report["threads"], report["threads_before"]);
   EXPECT_EQ(report["children"], "");
+}
+
+// Ctrl-C during a run (issue 34 item 2): the running row's process is
+// killed and its row kept as "interrupted", the rows completed before stand,
+// the rows after are not run, and the results say so.
+TEST(Runner, StopRequestKeepsCompletedRowsAndRunsNoMore) {
+  RunOptions options;
+  options.filters = {"watchdogtest/first", "watchdogtest/hangs_forever", "watchdogtest/after"};
+  options.repetitions = 2;
+  options.progress = false;
+  options.scenario_timeout_s = 60.0;  // the watchdog must not be what stops it
+  started()->hangs.store(0);
+  started()->grandchild.store(0);
+  std::string why;
+  const json report = run_in_child(options, std::chrono::seconds(30), &why, /*interrupt=*/true);
+  ASSERT_FALSE(report.is_null()) << why;
+  EXPECT_EQ(report["stop_signal"], SIGINT);
+  ASSERT_EQ(report["scenarios"].size(), 2u) << report.dump(1);
+  EXPECT_EQ(report["scenarios"][0]["name"], "watchdogtest/first");
+  EXPECT_EQ(report["scenarios"][0]["status"], "ok");
+  const json& hung = report["scenarios"][1];
+  EXPECT_EQ(hung["status"], "failed");
+  EXPECT_EQ(hung["kind"], "interrupted") << hung.dump(1);
+  EXPECT_NE(hung["reason"].get<std::string>().find("interrupted by SIGINT in repetition 1 of 2"),
+            std::string::npos)
+      << hung["reason"];
+  const json& doc = report["json"];
+  ASSERT_TRUE(doc.contains("interrupted")) << doc.dump(1).substr(0, 2000);
+  EXPECT_EQ(doc["interrupted"]["signal"], "SIGINT");
+  EXPECT_EQ(doc["interrupted"]["during"], "watchdogtest/hangs_forever");
+  EXPECT_EQ(doc["interrupted"]["not_run"], json::array({"watchdogtest/after"}));
+  const std::string table = report["table"];
+  EXPECT_NE(table.find("INTERRUPTED by SIGINT during watchdogtest/hangs_forever"),
+            std::string::npos)
+      << table;
+  // Nothing left: the scenario's process, its thread and its grandchild.
+  EXPECT_EQ(report["children"], "") << report.dump(1);
+  const pid_t grandchild = started()->grandchild.load();
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(gone_within(grandchild, std::chrono::seconds(5)));
+  if (::kill(grandchild, 0) == 0) ::kill(grandchild, SIGKILL);
 }
 
 }  // namespace
