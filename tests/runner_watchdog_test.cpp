@@ -167,7 +167,8 @@ std::string children_of_self() {
 // and what it saw of itself afterwards), or a null json when the run did
 // not finish within `deadline`.
 // interrupt: the run has StopOnSignals, and a thread sends the process
-// SIGINT once the hanging scenario has started (a user's Ctrl-C).
+// SIGINT once the hanging scenario has started its grandchild (a user's
+// Ctrl-C).
 json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std::string* why,
                   bool interrupt = false) {
   int fds[2];
@@ -188,7 +189,7 @@ json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std:
       stop_on_signals.emplace();
       interrupter = std::thread([] {
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (started()->hangs.load() == 0 && std::chrono::steady_clock::now() < until)
+        while (started()->grandchild.load() == 0 && std::chrono::steady_clock::now() < until)
           std::this_thread::sleep_for(std::chrono::milliseconds(5));
         ::kill(::getpid(), SIGINT);
       });
