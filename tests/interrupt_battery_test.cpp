@@ -473,6 +473,10 @@ std::vector<std::string> run_case(const Run& run, int sig, Moment moment, Tally&
                         : finished_first ? "finished first"
                                          : "handled";
   if (result.timed_out) wrong.push_back("did not end within 90 s of its start");
+  // Past start-up, a command that handles the signal must not die of it.
+  const bool handles = run.command != "report" && run.command != "guide";
+  if (sig != SIGKILL && died_of_it && handles && moment != Moment::startup)
+    wrong.push_back("died of " + name + " instead of stopping with its output");
   if (sig == SIGKILL) {
     if (!died_of_it && !finished_first)
       wrong.push_back("not killed by SIGKILL: " + result.describe());

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -133,6 +134,17 @@ const Registrar kWatchdogScenarios{std::vector<Scenario>{
            ctx.metric().record(1000.0);
            if (ctx.repetition() == 0) ctx.metric().record(0.5e9);  // 50x the budget
          }},
+    {.name = "watchdogtest/stalls_quick",
+     .group = "watchdogtest",
+     .title = "one sample between a fifth of the budget and the budget",
+     .budget_s = 0.01,
+     .samples = 5,
+     .in_default_suite = false,
+     .run =
+         [](Context& ctx) {
+           ctx.metric().record(1000.0);
+           if (ctx.repetition() == 0) ctx.metric().record(5e6);  // 5 ms: over 2 ms (--quick)
+         }},
     {.name = "watchdogtest/after",
      .group = "watchdogtest",
      .title = "runs after the hang",
@@ -211,6 +223,19 @@ json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std:
            {"warnings", s.warnings},
            {"counters", s.counters}});
     report["json"] = to_json(results, "test");
+    {
+      char csv_path[] = "/tmp/doorbell-runner-csv-XXXXXX";
+      const int fd = ::mkstemp(csv_path);
+      if (fd >= 0) {
+        ::close(fd);
+        write_csv(results, csv_path);
+        std::ifstream in(csv_path);
+        std::stringstream csv;
+        csv << in.rdbuf();
+        report["csv"] = csv.str();
+        ::unlink(csv_path);
+      }
+    }
     report["stop_signal"] = stop_signal();
     std::ostringstream table;
     print_table(results, table);
@@ -396,6 +421,40 @@ TEST(Runner, StopRequestKeepsCompletedRowsAndRunsNoMore) {
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(gone_within(grandchild, std::chrono::seconds(5)));
   if (::kill(grandchild, 0) == 0) ::kill(grandchild, SIGKILL);
+}
+
+// Issue 34 items 5, 7, 8: under --quick a stall is a sample over the
+// repetition's budget as run (a fifth); a failed row's CSV line has the
+// header's 20 fields; the watchdog says its limit unrounded.
+TEST(Runner, QuickBudgetCsvFieldsAndWatchdogLimit) {
+  RunOptions options;
+  options.filters = {"watchdogtest/hangs_forever", "watchdogtest/aborts",
+                     "watchdogtest/stalls_quick"};
+  options.repetitions = 3;
+  options.quick = true;
+  options.progress = false;
+  options.scenario_timeout_s = 0.25;
+  std::string why;
+  const json report = run_in_child(options, std::chrono::seconds(60), &why);
+  ASSERT_FALSE(report.is_null()) << why;
+  ASSERT_EQ(report["scenarios"].size(), 3u) << report.dump(1);
+  const json& hung = report["scenarios"][0];
+  EXPECT_NE(hung["reason"].get<std::string>().find("may take at most 0.25 s"), std::string::npos)
+      << hung["reason"];
+  const json& stalls = report["scenarios"][2];
+  EXPECT_EQ(stalls["name"], "watchdogtest/stalls_quick");
+  ASSERT_EQ(stalls["warnings"].size(), 1u) << stalls.dump(1);
+  EXPECT_NE(stalls["warnings"][0].get<std::string>().find("budget of 2.00 ms"), std::string::npos)
+      << stalls["warnings"][0];
+  std::istringstream csv(report["csv"].get<std::string>());
+  std::string line;
+  int lines = 0;
+  while (std::getline(csv, line)) {
+    ++lines;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 19) << line;
+  }
+  EXPECT_GT(lines, 3);
+  if (const pid_t g = started()->grandchild.load(); g > 0) ::kill(g, SIGKILL);
 }
 
 }  // namespace

@@ -370,9 +370,11 @@ Outcome run_isolated(const Scenario& scenario, const Plan& plan, PhaseBoard& boa
     outcome.status = ScenarioResult::Status::failed;
     outcome.failure = {"watchdog", phase, elapsed_s};
     outcome.reason = fmt::format(
-        "stopped by the watchdog after {:.1f} s in {}: a repetition may take at most {:.1f} s "
+        "stopped by the watchdog after {:.1f} s in {}: a repetition may take at most {} s "
         "({})",
-        elapsed_s, phase, plan.limit_s,
+        elapsed_s, phase,
+        plan.limit_s < 10 ? fmt::format("{:.3g}", plan.limit_s)
+                          : fmt::format("{:.1f}", plan.limit_s),
         plan.limit_given ? std::string("--scenario-timeout")
                          : fmt::format("10 x its budget of {} + 10 s; --scenario-timeout sets it",
                                        format_duration(plan.budget_s * 1e9)));

@@ -222,7 +222,8 @@ void write_csv(const RunResults& results, const std::string& path) {
                              csv_field(params_text(sc)) + "," + std::string(clock_name(sc.clock)) +
                              "," + status_name(r.status) + ",";
     if (r.status != ScenarioResult::Status::ok) {
-      out << head << ",,,,,,,,,,,,,,," << r.repetitions << "\n";
+      // head ends with the 6th field's comma: 14 more make the 20 of the header.
+      out << head << ",,,,,,,,,,,,,," << r.repetitions << "\n";
       continue;
     }
     for (const auto& m : r.metrics) {
