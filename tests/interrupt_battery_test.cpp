@@ -25,7 +25,8 @@
 //  - no tracing instance doorbell-* that was not there before (root; the
 //    tracing directory as sys/tracefs.h finds it: the test reads it only);
 //  - no BPF program or link loaded since the case began that no process
-//    holds (root, with bpftool: what only a pin would keep);
+//    holds for 5 s (root, with bpftool: what only a pin would keep; a
+//    concurrent process's programs are unheld a moment while it exits);
 //  - this process's signal mask and its dispositions of the job-control
 //    and termination signals as before (the "terminal" of the command).
 // After SIGINT or SIGTERM, unless the command had not yet installed its
@@ -387,12 +388,14 @@ std::vector<std::string> leftovers(const Before& before, const std::vector<std::
   // frees a dead process's programs after a grace period: retried).
   for (const char* kind : {"prog", "link"}) {
     const auto& was = std::string(kind) == "prog" ? before.progs : before.links;
-    for (int round = 0; round < 20; ++round) {
+    // Another process's programs being torn down meanwhile look the same
+    // for a moment: only what stays unheld for 5 s counts.
+    for (int round = 0; round < 50; ++round) {
       std::vector<long> orphans;
       for (const auto& [id, held] : bpf_objects(kind))
         if (!held && !was.count(id)) orphans.push_back(id);
       if (orphans.empty()) break;
-      if (round == 19)
+      if (round == 49)
         for (long id : orphans)
           found.push_back(fmt::format("BPF {} {} held by no process", kind, id));
       std::this_thread::sleep_for(100ms);
