@@ -188,7 +188,7 @@ TEST(InspectCli, SigwaitThreadTakesOnlyItsWaitSet) {
   EXPECT_NE(usr1["sigwait_receiver"], 0) << usr1.dump(2);
   for (int signo : {SIGTERM, SIGHUP, SIGUSR2}) {
     const auto s = signal_entry(report, signo);
-    EXPECT_EQ(s["verdict"], "default_action") << s.dump(2);
+    EXPECT_EQ(s["verdict"], "default") << s.dump(2);
     EXPECT_EQ(s["sigwait_receiver"], 0) << s.dump(2);
   }
   for (int signo : {SIGINT, SIGQUIT}) {
