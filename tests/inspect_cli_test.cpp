@@ -145,6 +145,61 @@ TEST(InspectCli, StockBusyProcessIsAtRisk) {
   EXPECT_NE(text.out.find("docs/delivery.md"), std::string::npos) << text.out;
 }
 
+// Issue 34 item 4: a thread in sigwaitinfo takes only the signals of its
+// wait set. The process blocks SIGUSR1 and ignores SIGINT and SIGQUIT; one
+// thread waits for SIGUSR1 in sigwaitinfo, the main thread in pause(). The
+// other signals are not the waiter's to take: SIGTERM, SIGHUP and SIGUSR2
+// (no handler) kill the process, SIGINT and SIGQUIT are discarded.
+TEST(InspectCli, SigwaitThreadTakesOnlyItsWaitSet) {
+  Target target(
+      [] {
+        doorbell::block_signals_in_this_thread({SIGUSR1});
+        ::signal(SIGINT, SIG_IGN);
+        ::signal(SIGQUIT, SIG_IGN);
+        std::atomic<pid_t> waiter{0};
+        std::thread([&waiter] {
+          waiter = static_cast<pid_t>(::syscall(SYS_gettid));
+          sigset_t set;
+          sigemptyset(&set);
+          sigaddset(&set, SIGUSR1);
+          for (;;) ::sigwaitinfo(&set, nullptr);
+        }).detach();
+        // Ready once the waiter sits in rt_sigtimedwait (/proc says so).
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (std::chrono::steady_clock::now() < until) {
+          if (const pid_t tid = waiter.load()) {
+            char path[64];
+            std::snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+            if (FILE* f = std::fopen(path, "r")) {
+              long nr = -1;
+              const int got = std::fscanf(f, "%ld", &nr);
+              std::fclose(f);
+              if (got == 1 && nr == SYS_rt_sigtimedwait) return 'R';
+            }
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        return 'W';
+      },
+      /*main_busy=*/false);
+  ASSERT_EQ(target.ready(), 'R');
+  const auto report = inspect_json(target.pid());
+  const auto usr1 = signal_entry(report, SIGUSR1);
+  EXPECT_NE(usr1["sigwait_receiver"], 0) << usr1.dump(2);
+  for (int signo : {SIGTERM, SIGHUP, SIGUSR2}) {
+    const auto s = signal_entry(report, signo);
+    EXPECT_EQ(s["verdict"], "default") << s.dump(2);
+    EXPECT_EQ(s["sigwait_receiver"], 0) << s.dump(2);
+  }
+  for (int signo : {SIGINT, SIGQUIT}) {
+    const auto s = signal_entry(report, signo);
+    EXPECT_EQ(s["verdict"], "ignored") << s.dump(2);
+  }
+  const auto text = run_doorbell({"inspect", std::to_string(target.pid())});
+  ASSERT_TRUE(text.success()) << text.describe();
+  EXPECT_EQ(text.out.find("SIGTERM      fair share"), std::string::npos) << text.out;
+}
+
 // A doorbell::SignalReceiver at SCHED_FIFO; every other thread blocks the
 // signal, two of them busy.
 TEST(InspectCli, FifoSignalReceiverIsBounded) {

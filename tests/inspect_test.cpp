@@ -159,6 +159,26 @@ TEST(InspectAnalysis, FifoSigwaitReceiverIsBounded) {
   EXPECT_NE(v.reason.find("SCHED_FIFO 50"), std::string::npos) << v.reason;
 }
 
+// A thread in sigtimedwait takes only its wait set (issue 34 item 4): the
+// main thread waits for SIGUSR1, SIGINT is ignored, SIGTERM has no handler.
+TEST(InspectAnalysis, SigwaitTakesOnlyItsWaitSet) {
+  auto p = process({thread(100, "main", false)});
+  p.threads[0].wait_site = "rt_sigtimedwait";
+  p.threads[0].sigwait_set = mask_of(SIGUSR1);
+  p.threads[0].ignored = mask_of(SIGINT);
+  const auto report = analyze(p);
+  EXPECT_EQ(verdict_for(report, SIGUSR1).sigwait_receiver, 100);
+  const auto& term = verdict_for(report, SIGTERM);
+  EXPECT_EQ(term.verdict, Verdict::default_action) << term.reason;
+  EXPECT_EQ(term.sigwait_receiver, 0);
+  EXPECT_EQ(verdict_for(report, SIGINT).verdict, Verdict::ignored)
+      << verdict_for(report, SIGINT).reason;
+  // The set unknown (no access to its memory): every unblocked signal
+  // counts as waited for, as before.
+  p.threads[0].sigwait_set.reset();
+  EXPECT_EQ(verdict_for(analyze(p), SIGTERM).sigwait_receiver, 100);
+}
+
 TEST(InspectAnalysis, SchedOtherReceiverBesideBusyThreadsIsAtRisk) {
   auto p =
       process({thread(100, "main", true), thread(101, "w1", true), thread(102, "receiver", false)});

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -64,6 +66,13 @@ void sleep_on_futex_forever() {
 // Test-only registrations: never in a suite (in_default_suite false, and the
 // lab's binary does not link this file).
 const Registrar kWatchdogScenarios{std::vector<Scenario>{
+    {.name = "watchdogtest/first",
+     .group = "watchdogtest",
+     .title = "a short row before the others",
+     .budget_s = 0.01,
+     .samples = 5,
+     .in_default_suite = false,
+     .run = [](Context& ctx) { ctx.metric().record(3.0); }},
     {.name = "watchdogtest/hangs_forever",
      .group = "watchdogtest",
      .title = "blocks forever on purpose",
@@ -125,6 +134,17 @@ const Registrar kWatchdogScenarios{std::vector<Scenario>{
            ctx.metric().record(1000.0);
            if (ctx.repetition() == 0) ctx.metric().record(0.5e9);  // 50x the budget
          }},
+    {.name = "watchdogtest/stalls_quick",
+     .group = "watchdogtest",
+     .title = "one sample between a fifth of the budget and the budget",
+     .budget_s = 0.01,
+     .samples = 5,
+     .in_default_suite = false,
+     .run =
+         [](Context& ctx) {
+           ctx.metric().record(1000.0);
+           if (ctx.repetition() == 0) ctx.metric().record(5e6);  // 5 ms: over 2 ms (--quick)
+         }},
     {.name = "watchdogtest/after",
      .group = "watchdogtest",
      .title = "runs after the hang",
@@ -158,7 +178,11 @@ std::string children_of_self() {
 // Runs `options` in a forked child; returns what it reported (the results
 // and what it saw of itself afterwards), or a null json when the run did
 // not finish within `deadline`.
-json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std::string* why) {
+// interrupt: the run has StopOnSignals, and a thread sends the process
+// SIGINT once the hanging scenario has started its grandchild (a user's
+// Ctrl-C).
+json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std::string* why,
+                  bool interrupt = false) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     *why = std::string("pipe2: ") + std::strerror(errno);
@@ -171,7 +195,20 @@ json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std:
     // process's first thread: start it now, so that it is in the baseline.
     test::start_runtime_threads();
     const std::set<pid_t> threads_before = test::thread_ids();
+    std::optional<StopOnSignals> stop_on_signals;
+    std::thread interrupter;
+    if (interrupt) {
+      stop_on_signals.emplace();
+      interrupter = std::thread([] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (started()->grandchild.load() == 0 && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        ::kill(::getpid(), SIGINT);
+      });
+    }
     const RunResults results = run_scenarios(options, select_scenarios(options));
+    if (interrupter.joinable()) interrupter.join();
+    stop_on_signals.reset();
     json report;
     for (const auto& s : results.scenarios)
       report["scenarios"].push_back(
@@ -186,6 +223,20 @@ json run_in_child(const RunOptions& options, std::chrono::seconds deadline, std:
            {"warnings", s.warnings},
            {"counters", s.counters}});
     report["json"] = to_json(results, "test");
+    {
+      char csv_path[] = "/tmp/doorbell-runner-csv-XXXXXX";
+      const int fd = ::mkstemp(csv_path);
+      if (fd >= 0) {
+        ::close(fd);
+        write_csv(results, csv_path);
+        std::ifstream in(csv_path);
+        std::stringstream csv;
+        csv << in.rdbuf();
+        report["csv"] = csv.str();
+        ::unlink(csv_path);
+      }
+    }
+    report["stop_signal"] = stop_signal();
     std::ostringstream table;
     print_table(results, table);
     report["table"] = table.str();
@@ -329,6 +380,81 @@ TEST(Runner, DeathsTimeoutsAndStallsAreReportedWithWhereTheyHappened) {
   EXPECT_EQ(report["scenarios"][3]["status"], "ok");
   EXPECT_EQ(report["threads"], report["threads_before"]);
   EXPECT_EQ(report["children"], "");
+}
+
+// Ctrl-C during a run (issue 34 item 2): the running row's process is
+// killed and its row kept as "interrupted", the rows completed before stand,
+// the rows after are not run, and the results say so.
+TEST(Runner, StopRequestKeepsCompletedRowsAndRunsNoMore) {
+  RunOptions options;
+  options.filters = {"watchdogtest/first", "watchdogtest/hangs_forever", "watchdogtest/after"};
+  options.repetitions = 2;
+  options.progress = false;
+  options.scenario_timeout_s = 60.0;  // the watchdog must not be what stops it
+  started()->hangs.store(0);
+  started()->grandchild.store(0);
+  std::string why;
+  const json report = run_in_child(options, std::chrono::seconds(30), &why, /*interrupt=*/true);
+  ASSERT_FALSE(report.is_null()) << why;
+  EXPECT_EQ(report["stop_signal"], SIGINT);
+  ASSERT_EQ(report["scenarios"].size(), 2u) << report.dump(1);
+  EXPECT_EQ(report["scenarios"][0]["name"], "watchdogtest/first");
+  EXPECT_EQ(report["scenarios"][0]["status"], "ok");
+  const json& hung = report["scenarios"][1];
+  EXPECT_EQ(hung["status"], "failed");
+  EXPECT_EQ(hung["kind"], "interrupted") << hung.dump(1);
+  EXPECT_NE(hung["reason"].get<std::string>().find("interrupted by SIGINT in repetition 1 of 2"),
+            std::string::npos)
+      << hung["reason"];
+  const json& doc = report["json"];
+  ASSERT_TRUE(doc.contains("interrupted")) << doc.dump(1).substr(0, 2000);
+  EXPECT_EQ(doc["interrupted"]["signal"], "SIGINT");
+  EXPECT_EQ(doc["interrupted"]["during"], "watchdogtest/hangs_forever");
+  EXPECT_EQ(doc["interrupted"]["not_run"], json::array({"watchdogtest/after"}));
+  const std::string table = report["table"];
+  EXPECT_NE(table.find("INTERRUPTED by SIGINT during watchdogtest/hangs_forever"),
+            std::string::npos)
+      << table;
+  // Nothing left: the scenario's process, its thread and its grandchild.
+  EXPECT_EQ(report["children"], "") << report.dump(1);
+  const pid_t grandchild = started()->grandchild.load();
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(gone_within(grandchild, std::chrono::seconds(5)));
+  if (::kill(grandchild, 0) == 0) ::kill(grandchild, SIGKILL);
+}
+
+// Issue 34 items 5, 7, 8: under --quick a stall is a sample over the
+// repetition's budget as run (a fifth); a failed row's CSV line has the
+// header's 20 fields; the watchdog says its limit unrounded.
+TEST(Runner, QuickBudgetCsvFieldsAndWatchdogLimit) {
+  RunOptions options;
+  options.filters = {"watchdogtest/hangs_forever", "watchdogtest/aborts",
+                     "watchdogtest/stalls_quick"};
+  options.repetitions = 3;
+  options.quick = true;
+  options.progress = false;
+  options.scenario_timeout_s = 0.25;
+  std::string why;
+  const json report = run_in_child(options, std::chrono::seconds(60), &why);
+  ASSERT_FALSE(report.is_null()) << why;
+  ASSERT_EQ(report["scenarios"].size(), 3u) << report.dump(1);
+  const json& hung = report["scenarios"][0];
+  EXPECT_NE(hung["reason"].get<std::string>().find("may take at most 250 ms"), std::string::npos)
+      << hung["reason"];
+  const json& stalls = report["scenarios"][2];
+  EXPECT_EQ(stalls["name"], "watchdogtest/stalls_quick");
+  ASSERT_EQ(stalls["warnings"].size(), 1u) << stalls.dump(1);
+  EXPECT_NE(stalls["warnings"][0].get<std::string>().find("budget of 2.00 ms"), std::string::npos)
+      << stalls["warnings"][0];
+  std::istringstream csv(report["csv"].get<std::string>());
+  std::string line;
+  int lines = 0;
+  while (std::getline(csv, line)) {
+    ++lines;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 19) << line;
+  }
+  EXPECT_GT(lines, 3);
+  if (const pid_t g = started()->grandchild.load(); g > 0) ::kill(g, SIGKILL);
 }
 
 }  // namespace

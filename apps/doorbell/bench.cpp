@@ -12,6 +12,7 @@
 
 #include "apps/doorbell/command.h"
 #include "apps/doorbell/options.h"
+#include "doorbell/signal_channel.h"
 #include "lab/common/output_file.h"
 #include "lab/harness/results.h"
 #include "lab/harness/results_reader.h"
@@ -99,6 +100,12 @@ void run_bench(const BenchOptions& o) {
   // say where files went go to stderr (command.h).
   const bool json_to_stdout = is_stdout(json_path);
   std::ostream& human = json_to_stdout ? std::cerr : std::cout;
+  // Ctrl-C and SIGTERM stop the run, not the command: the running row's
+  // process is killed and cleaned up after, the rows completed are written
+  // as below (the results marked interrupted), and the exit status is
+  // 128 + the signal (docs/lab.md). A signal while the files are written
+  // lets them finish.
+  const lab::StopOnSignals stop_on_signals;
   const lab::RunResults results = lab::run_scenarios(options, selected);
   lab::print_table(results, human);
   human << "\n" << std::flush;
@@ -161,6 +168,17 @@ void run_bench(const BenchOptions& o) {
     for (const auto* r : failed)
       std::cerr << "  " << r->scenario->name << ": " << r->reason << "\n";
     set_exit_code(1);
+  }
+  if (const int sig = lab::stop_signal(); sig != 0) {
+    const lab::Interruption& stop = results.interrupted;
+    if (stop.signal != 0)
+      std::cerr << "doorbell bench: interrupted by " << signal_name(sig) << ": "
+                << results.scenarios.size() - (stop.during.empty() ? 0 : 1)
+                << " row(s) completed and written, " << stop.not_run.size() << " not run\n";
+    else
+      std::cerr << "doorbell bench: " << signal_name(sig)
+                << " after the run: the results written are complete\n";
+    set_exit_code(128 + sig);
   }
 }
 

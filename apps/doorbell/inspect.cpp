@@ -8,17 +8,20 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
-#include <thread>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "apps/doorbell/command.h"
 #include "apps/doorbell/options.h"
+#include "doorbell/signal_channel.h"
+#include "lab/common/signal_scope.h"
 #include "lab/inspect/analysis.h"
 #include "lab/inspect/render.h"
 #include "lab/inspect/snapshot.h"
@@ -52,7 +55,7 @@ class Measurement {
  public:
   static constexpr std::uint64_t kSlowNs = 1'000'000;
 
-  explicit Measurement(pid_t pid) : pid_(pid), tracker_(pid) {
+  explicit Measurement(pid_t pid) : pid_(pid), tracker_(pid), start_(monotonic_ns()) {
     try {
       backend_ = lab::trace::open_backend(lab::trace::BackendKind::bpf, {pid, kSlowNs, false});
       how_ = backend_->source();
@@ -74,6 +77,7 @@ class Measurement {
     if (!backend_) return m;
     backend_->collect(tracker_, &slow_);
     m.ran = true;
+    m.duration_ns = monotonic_ns() - start_;
     m.lost_events = backend_->lost_events();
     std::sort(slow_.begin(), slow_.end(),
               [](const auto& a, const auto& b) { return a.delay_ns() > b.delay_ns(); });
@@ -110,9 +114,18 @@ class Measurement {
   lab::trace::Tracker tracker_;
   std::unique_ptr<lab::trace::Backend> backend_;
   std::string how_;
+  std::uint64_t start_;
   std::uint64_t last_poll_ = 0;
   std::vector<lab::trace::SlowDelivery> slow_;
 };
+
+// --watch's stop request: Ctrl-C, SIGTERM and SIGHUP end the watch early,
+// and the verdict with what was sampled and measured so far is printed.
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void on_watch_stop_signal(int signo) {
+  g_stop_signal.store(signo, std::memory_order_relaxed);  // async-signal-safe
+}
 
 // Longest --watch: about 11.6 days, far inside 64-bit nanoseconds.
 constexpr double kMaxWatchSeconds = 1e6;
@@ -126,6 +139,17 @@ void run_inspect(const InspectOptions& o) {
     throw UsageError("inspect: --watch takes a number of seconds up to 1e6");
   pid_t pid = static_cast<pid_t>(o.pid);
   try {
+    // --watch: the handlers first (a Ctrl-C from here on prints the verdict
+    // so far), then the measurement, before the busy-thread window, so that
+    // a signal sent while the process is read is measured too.
+    std::optional<lab::ScopedDisposition> on_int, on_term, on_hup;
+    std::optional<Measurement> measurement;
+    if (o.watch_seconds > 0) {
+      on_int.emplace(SIGINT, on_watch_stop_signal, 0);
+      on_term.emplace(SIGTERM, on_watch_stop_signal, 0);
+      on_hup.emplace(SIGHUP, on_watch_stop_signal, 0);
+      measurement.emplace(read_process(pid).pid);
+    }
     const ProcessSnapshot snapshot = sample_process(pid, std::chrono::milliseconds(o.window_ms));
     pid = snapshot.pid;  // a thread id was asked for: its process
     const InspectReport report = analyze(snapshot);
@@ -134,14 +158,19 @@ void run_inspect(const InspectOptions& o) {
     if (o.watch_seconds > 0) {
       watch.emplace();
       watch->period_ns = static_cast<std::uint64_t>(o.period_ms) * 1000000ull;
-      Measurement measurement(pid);
       const std::uint64_t start = monotonic_ns();
       const std::uint64_t end = start + static_cast<std::uint64_t>(o.watch_seconds * 1e9);
       std::uint64_t next = start;
       for (;;) {
         const std::uint64_t now = monotonic_ns();
         if (now >= end) break;
-        measurement.poll(now);
+        if (const int sig = g_stop_signal.load(std::memory_order_relaxed); sig != 0) {
+          watch->ended_early =
+              fmt::format("interrupted by {} after {:.1f} s", doorbell::signal_name(sig),
+                          static_cast<double>(now - start) / 1e9);
+          break;
+        }
+        measurement->poll(now);
         try {
           watch->watch.observe(read_pending(pid), now);
         } catch (const ProcessGone&) {
@@ -153,10 +182,16 @@ void run_inspect(const InspectOptions& o) {
         }
         next += watch->period_ns;
         const std::uint64_t after = monotonic_ns();
-        if (next > after) std::this_thread::sleep_for(std::chrono::nanoseconds(next - after));
+        // A stop signal ends the sleep (EINTR): the loop looks at it first.
+        if (next > after) {
+          const std::uint64_t ns = next - after;
+          timespec ts{static_cast<time_t>(ns / 1000000000ull),
+                      static_cast<long>(ns % 1000000000ull)};
+          ::nanosleep(&ts, nullptr);
+        }
       }
       watch->duration_ns = monotonic_ns() - start;
-      watch->measured = measurement.finish();
+      watch->measured = measurement->finish();
     }
     const WatchResult* w = watch ? &*watch : nullptr;
     if (o.json)
@@ -169,6 +204,12 @@ void run_inspect(const InspectOptions& o) {
       std::cout.flush();
       std::cerr << "doorbell inspect: " << gone << " (its samples until then are in the report)\n";
       set_exit_code(1);
+    }
+    if (const int sig = g_stop_signal.load(std::memory_order_relaxed); sig != 0) {
+      std::cout.flush();
+      std::cerr << "doorbell inspect: interrupted by " << doorbell::signal_name(sig)
+                << " (the verdict and what was watched until then are above)\n";
+      set_exit_code(128 + sig);
     }
   } catch (const ProcessGone& e) {
     throw std::runtime_error(std::string("inspect: ") + e.what());

@@ -1,5 +1,9 @@
 #include "lab/common/output_file.h"
 
+#include <signal.h>
+
+#include "lab/common/signal_scope.h"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -136,6 +140,11 @@ void write_file_atomically(const std::string& path_given,
     write(path);
     return;
   }
+  // Ctrl-C, SIGTERM, SIGHUP and SIGQUIT wait (blocked in this thread) until
+  // the file is renamed into place or its temporary removed: a signal whose
+  // default action ends the process then ends it with no temporary file
+  // left and never a partial file (InterruptBattery.ReportAndGuide).
+  const ScopedMask hold(SIG_BLOCK, {SIGINT, SIGTERM, SIGHUP, SIGQUIT});
   std::string temp;
   const int fd = make_temp("", path, temp);
   // Readable like a plain new file (mkstemp makes it 0600).

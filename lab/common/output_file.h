@@ -38,6 +38,9 @@ void check_output_file(const std::string& option, const std::string& path);
 void ensure_output_directory(const std::string& option, const std::string& path);
 
 // Writes `text` to `path` atomically (see above). Throws OutputFileError.
+// SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked in the calling thread for
+// the write and the rename (both overloads): a Ctrl-C then takes effect
+// after it, and leaves neither a temporary nor a partial file.
 void write_file_atomically(const std::string& path, const std::string& text);
 
 // The same for a writer that takes a path (a library function that writes

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "doorbell/signal_channel.h"
 #include "lab/common/format.h"
 #include "lab/common/time.h"
 
@@ -158,6 +159,9 @@ void send_frame(int fd, Frame kind, const std::vector<std::uint8_t>& body) {
   // scenario running.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(4);
+  // The runner's stop handler is not this process's: a Ctrl-C does to it
+  // what it did before the runner installed one.
+  forget_stop_signals_in_child();
   Outcome outcome = run_here(scenario, plan, board, [&](const Repetition* rep) {
     if (rep == nullptr)
       send_frame(fd, Frame::warmed, {});
@@ -270,7 +274,7 @@ Outcome run_isolated(const Scenario& scenario, const Plan& plan, PhaseBoard& boa
   const uint64_t limit_ns = static_cast<uint64_t>(plan.limit_s * 1e9);
   uint64_t rep_start = monotonic_ns();
   std::vector<std::uint8_t> buffer;
-  bool ended = false, eof = false, timed_out = false;
+  bool ended = false, eof = false, timed_out = false, stopped = false;
   std::string protocol_error;
   // Takes every whole frame in the buffer.
   auto take_frames = [&] {
@@ -309,22 +313,28 @@ Outcome run_isolated(const Scenario& scenario, const Plan& plan, PhaseBoard& boa
       if (!protocol_error.empty()) break;
     }
   };
+  const int wake_fd = stop_wake_fd();
   while (!eof && !timed_out) {
     take_frames();
     if (!protocol_error.empty()) break;
+    if (stop_signal() != 0 && !ended) {
+      stopped = true;
+      break;
+    }
     const uint64_t now = monotonic_ns();
     if (now - rep_start >= limit_ns) {
       timed_out = true;
       break;
     }
     const uint64_t left_ms = (limit_ns - (now - rep_start) + 999'999) / 1'000'000;
-    pollfd pfd{fd, POLLIN, 0};
-    const int rc = ::poll(&pfd, 1, static_cast<int>(std::min<uint64_t>(left_ms, 1000)));
+    pollfd pfds[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    const int rc =
+        ::poll(pfds, wake_fd >= 0 ? 2 : 1, static_cast<int>(std::min<uint64_t>(left_ms, 1000)));
     if (rc < 0 && errno != EINTR) {
       protocol_error = fmt::format("poll: {}", std::strerror(errno));
       break;
     }
-    if (rc <= 0) continue;
+    if (rc <= 0 || pfds[0].revents == 0) continue;
     for (;;) {
       std::uint8_t chunk[65536];
       const ssize_t n = ::read(fd, chunk, sizeof chunk);
@@ -339,17 +349,24 @@ Outcome run_isolated(const Scenario& scenario, const Plan& plan, PhaseBoard& boa
   }
   if (eof && protocol_error.empty()) take_frames();
   const double elapsed_s = static_cast<double>(monotonic_ns() - rep_start) / 1e9;
-  if (timed_out || !protocol_error.empty()) ::kill(child, SIGKILL);
+  if (timed_out || stopped || !protocol_error.empty()) ::kill(child, SIGKILL);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   ::close(fd);
   const std::string phase = describe_phase(board);
   const int leftovers = reap_leftovers(children_before, 2'000'000'000ull);
-  if (timed_out || !protocol_error.empty() || !ended || status != 0)
+  if (timed_out || stopped || !protocol_error.empty() || !ended || status != 0)
     run_after_scenario_process_hooks(child);
 
-  if (timed_out) {
+  if (stopped) {
+    outcome.status = ScenarioResult::Status::failed;
+    outcome.failure = {"interrupted", phase, elapsed_s};
+    outcome.reason = fmt::format(
+        "interrupted by {} in {} (its process was killed; its "
+        "repetitions are not kept)",
+        signal_name(stop_signal()), phase);
+  } else if (timed_out) {
     outcome.status = ScenarioResult::Status::failed;
     outcome.failure = {"watchdog", phase, elapsed_s};
     outcome.reason = fmt::format(

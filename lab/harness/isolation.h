@@ -62,6 +62,13 @@ Outcome run_here(const Scenario& scenario, const Plan& plan, PhaseBoard& board,
 // memory shared with the child (MAP_SHARED), mapped before the fork.
 Outcome run_isolated(const Scenario& scenario, const Plan& plan, PhaseBoard& board);
 
+// The read end of the pipe request_stop() writes to (-1: none yet), for the
+// watchdog's poll.
+int stop_wake_fd() noexcept;
+// In a scenario's process: SIGINT and SIGTERM as they were before
+// StopOnSignals, and the wake pipe closed.
+void forget_stop_signals_in_child() noexcept;
+
 // Runs the hooks of register_after_scenario_process (runner.h).
 void run_after_scenario_process_hooks(pid_t pid);
 // Runs (once) the hooks of register_scenario_process_exit, in the scenario's

@@ -1,5 +1,7 @@
 #include "lab/harness/results.h"
 
+#include "doorbell/signal_channel.h"
+
 #include "lab/harness/results_reader.h"
 #include "lab/harness/summary.h"
 
@@ -137,6 +139,10 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
                       {"repetitions", results.options.repetitions},
                       {"filters", results.options.filters}};
   j["wall_s"] = results.wall_s;
+  if (results.interrupted.signal != 0)
+    j["interrupted"] = json{{"signal", signal_name(results.interrupted.signal)},
+                            {"during", results.interrupted.during},
+                            {"not_run", results.interrupted.not_run}};
   json scenarios = json::array();
   for (const auto& r : results.scenarios) scenarios.push_back(scenario_json(r));
   j["scenarios"] = scenarios;
@@ -221,7 +227,8 @@ void write_csv(const RunResults& results, const std::string& path) {
                              csv_field(params_text(sc)) + "," + std::string(clock_name(sc.clock)) +
                              "," + status_name(r.status) + ",";
     if (r.status != ScenarioResult::Status::ok) {
-      out << head << ",,,,,,,,,,,,,,," << r.repetitions << "\n";
+      // head ends with the 6th field's comma: 14 more make the 20 of the header.
+      out << head << ",,,,,,,,,,,,,," << r.repetitions << "\n";
       continue;
     }
     for (const auto& m : r.metrics) {
@@ -356,6 +363,14 @@ void print_table(const RunResults& results, std::ostream& out) {
   if (failed > 0) out << fmt::format(", {} FAILED", failed);
   if (flagged > 0) out << fmt::format(", {} flagged (WARNING above)", flagged);
   out << "\n";
+  const Interruption& stop = results.interrupted;
+  if (stop.signal != 0)
+    out << fmt::format(
+        "INTERRUPTED by {}{}: the rows above are what ran{}\n", signal_name(stop.signal),
+        stop.during.empty() ? std::string() : " during " + stop.during,
+        stop.not_run.empty()
+            ? std::string()
+            : fmt::format("; {} not run (first: {})", stop.not_run.size(), stop.not_run.front()));
 }
 
 }  // namespace doorbell::lab

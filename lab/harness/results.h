@@ -6,12 +6,15 @@
 //   "doorbell_version": "...", "environment": {...},
 //   "options": {"suite", "quick", "repetitions", "filters"},
 //   "wall_s": ...,
+//   "interrupted": {"signal": "SIGINT"|"SIGTERM", "during" (the row stopped, or ""),
+//                   "not_run": [names]} (only when the run was stopped early: the
+//                   rows listed are what ran),
 //   "scenarios": [{
 //     "name", "group", "title", "description", "params": {name: value},
 //     "clock": "tsc"|"monotonic", "clock_read_ns", "pinning",
 //     "status": "ok"|"skipped"|"failed", "reason", "repetitions", "wall_s",
 //     "budget_s" (of one repetition, as run), "limit_s" (the watchdog's limit of
-//     one repetition), "failure": {"kind": "error"|"watchdog"|"died", "phase",
+//     one repetition), "failure": {"kind": "error"|"watchdog"|"died"|"interrupted", "phase",
 //     "elapsed_s"} (only when failed), "warnings": [...] (a row with any is
 //     flagged: its figures should not be trusted), "primary_metric",
 //     "metrics": {name: {"unit": "ns", "count", "min", "max", "mean", "stddev",

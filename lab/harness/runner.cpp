@@ -5,7 +5,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -15,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "doorbell/signal_channel.h"
 #include "lab/common/format.h"
 #include "lab/common/time.h"
 #include "lab/harness/clock.h"
@@ -130,9 +135,10 @@ double repetition_budget_s(const Scenario& scenario, const RunOptions& options) 
 // Samples longer than the repetition's budget: a sample that outlasts the
 // whole repetition it belongs to is a stall, not a measurement (a lost
 // wake-up, a machine that stopped the process), and the row says so.
-void flag_long_samples(const Scenario& scenario, const std::vector<Repetition>& reps,
-                       ScenarioResult& result) {
-  const double budget_ns = scenario.budget_s * 1e9;
+void flag_long_samples(const std::vector<Repetition>& reps, ScenarioResult& result) {
+  // The repetition's budget as run (a fifth under --quick), as the warning
+  // says.
+  const double budget_ns = result.budget_s * 1e9;
   uint64_t total = 0;
   double longest = 0.0;
   std::string where;
@@ -231,7 +237,7 @@ ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
       if (std::find(result.notes.begin(), result.notes.end(), note) == result.notes.end())
         result.notes.push_back(note);
   }
-  flag_long_samples(scenario, reps, result);
+  flag_long_samples(reps, result);
   for (const auto& [name, values] : result.counters)
     result.counter_spread[name] = spread_of(values);
   return result;
@@ -264,6 +270,88 @@ double repetition_limit_s(const Scenario& scenario, const RunOptions& options) {
   if (options.scenario_timeout_s > 0.0) return options.scenario_timeout_s;
   return 10.0 * repetition_budget_s(scenario, options) + 10.0;
 }
+
+namespace {
+std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_wake_read{-1};
+std::atomic<int> g_wake_write{-1};
+// The dispositions StopOnSignals replaced (a forked scenario's process gets
+// them back); valid while g_stop_installed.
+struct sigaction g_previous_int, g_previous_term;
+bool g_int_installed = false, g_term_installed = false;
+
+extern "C" void on_stop_request(int signo) {
+  request_stop(signo);
+}
+
+void make_wake_pipe() {
+  if (g_wake_read.load() >= 0) return;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return;  // the poll's 1 s tick still sees it
+  g_wake_write.store(fds[1]);
+  g_wake_read.store(fds[0]);
+}
+}  // namespace
+
+void request_stop(int signo) noexcept {
+  const int saved = errno;
+  int expected = 0;
+  g_stop_signal.compare_exchange_strong(expected, signo);
+  const int fd = g_wake_write.load();
+  if (fd >= 0) {
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t n = ::write(fd, &byte, 1);  // full pipe: already awake
+  }
+  errno = saved;
+}
+
+int stop_signal() noexcept {
+  return g_stop_signal.load();
+}
+
+void clear_stop_request() noexcept {
+  g_stop_signal.store(0);
+  const int fd = g_wake_read.load();
+  char drain[64];
+  if (fd >= 0)
+    while (::read(fd, drain, sizeof drain) > 0) {
+    }
+}
+
+StopOnSignals::StopOnSignals() {
+  make_wake_pipe();
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_request;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking call returns EINTR and looks
+  struct sigaction old {};
+  if (::sigaction(SIGINT, nullptr, &old) == 0 && old.sa_handler != SIG_IGN &&
+      ::sigaction(SIGINT, &sa, &g_previous_int) == 0)
+    g_int_installed = true;
+  if (::sigaction(SIGTERM, nullptr, &old) == 0 && old.sa_handler != SIG_IGN &&
+      ::sigaction(SIGTERM, &sa, &g_previous_term) == 0)
+    g_term_installed = true;
+}
+
+StopOnSignals::~StopOnSignals() {
+  if (g_int_installed) ::sigaction(SIGINT, &g_previous_int, nullptr);
+  if (g_term_installed) ::sigaction(SIGTERM, &g_previous_term, nullptr);
+  g_int_installed = g_term_installed = false;
+}
+
+namespace detail {
+int stop_wake_fd() noexcept {
+  return g_wake_read.load();
+}
+
+void forget_stop_signals_in_child() noexcept {
+  if (g_int_installed) ::sigaction(SIGINT, &g_previous_int, nullptr);
+  if (g_term_installed) ::sigaction(SIGTERM, &g_previous_term, nullptr);
+  const int r = g_wake_read.exchange(-1), w = g_wake_write.exchange(-1);
+  if (r >= 0) ::close(r);
+  if (w >= 0) ::close(w);
+}
+}  // namespace detail
 
 void register_after_scenario_process(std::function<void(pid_t)> hook) {
   after_process_hooks().push_back(std::move(hook));
@@ -377,9 +465,32 @@ RunResults run_scenarios(const RunOptions& options, const std::vector<const Scen
   const uint64_t start = monotonic_ns();
   Progress progress(options.progress);
   for (std::size_t i = 0; i < selected.size(); ++i) {
+    if (stop_signal() != 0) {
+      results.interrupted.signal = stop_signal();
+      for (std::size_t j = i; j < selected.size(); ++j)
+        results.interrupted.not_run.push_back(selected[j]->name);
+      break;
+    }
     progress.show(i, selected.size(), selected[i]->name,
                   static_cast<double>(monotonic_ns() - start) / 1e9);
     results.scenarios.push_back(run_one(*selected[i], options));
+    ScenarioResult& row = results.scenarios.back();
+    if (stop_signal() != 0 && row.status == ScenarioResult::Status::failed &&
+        row.failure.kind != "interrupted" &&
+        (row.failure.kind == "died" || row.failure.kind == "error")) {
+      // The terminal's Ctrl-C reached the scenario's process too (it is in
+      // the foreground process group): it died of it, or its wait failed.
+      row.failure.kind = "interrupted";
+      row.reason =
+          fmt::format("interrupted by {} in {}", signal_name(stop_signal()), row.failure.phase);
+    }
+    if (row.status == ScenarioResult::Status::failed && row.failure.kind == "interrupted") {
+      results.interrupted.signal = stop_signal();
+      results.interrupted.during = selected[i]->name;
+      for (std::size_t j = i + 1; j < selected.size(); ++j)
+        results.interrupted.not_run.push_back(selected[j]->name);
+      break;
+    }
   }
   progress.clear();
   results.wall_s = static_cast<double>(monotonic_ns() - start) / 1e9;

@@ -96,12 +96,20 @@ struct RatioResult {
   std::string why;
 };
 
+// A run stopped early by request_stop() (Ctrl-C, SIGTERM).
+struct Interruption {
+  int signal = 0;                    // 0: the run was not interrupted
+  std::string during;                // the row that was running ("" : between rows)
+  std::vector<std::string> not_run;  // the rows never started
+};
+
 struct RunResults {
   Environment environment;
   RunOptions options;
   std::vector<ScenarioResult> scenarios;
   std::vector<RatioResult> ratios;
   double wall_s = 0.0;
+  Interruption interrupted;
 
   const ScenarioResult* find(const std::string& name) const;
 };
@@ -109,6 +117,33 @@ struct RunResults {
 // Runs the scenarios in order; a scenario that throws, dies or runs past
 // its limit is recorded as failed and the run goes on (isolation.h says how).
 RunResults run_scenarios(const RunOptions& options, const std::vector<const Scenario*>& selected);
+
+// Stopping a run early (what `doorbell bench` does on SIGINT and SIGTERM).
+// request_stop(signo) records the signal and wakes the runner; it is
+// async-signal-safe (an atomic store and a write(2) to a pipe), for a signal
+// handler. The running scenario's process is then killed (SIGKILL), reaped
+// and cleaned up after exactly as after a watchdog stop (its leftovers
+// killed, register_after_scenario_process hooks run); its row is kept as
+// failed, failure kind "interrupted"; the rows not yet started are not run;
+// RunResults::interrupted says so. The rows completed before stand.
+// Without isolation (RunOptions::isolate false) the run stops between rows.
+void request_stop(int signo) noexcept;
+// The signal of the first request_stop(), 0 when none.
+int stop_signal() noexcept;
+// Forgets a request (a new run in the same process; tests).
+void clear_stop_request() noexcept;
+
+// For the length of a command: SIGINT and SIGTERM call request_stop()
+// (each signal left alone when it was ignored, as a shell's background job
+// has it). The previous dispositions come back at destruction, and a
+// scenario's process gets them back at once (it is forked with them).
+class StopOnSignals {
+ public:
+  StopOnSignals();
+  ~StopOnSignals();
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+};
 
 // Called in the runner after a scenario's process was killed or died, once
 // it is reaped, with its pid: for what such a process leaves that the

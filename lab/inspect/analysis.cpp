@@ -30,6 +30,12 @@ bool is_sigwait_site(const std::string& site) {
   return site == "rt_sigtimedwait" || site.rfind("do_sigtimedwait", 0) == 0;
 }
 
+// The thread waits for signo in sigtimedwait: it is in the call, and signo
+// is in its wait set (or the set is unknown).
+bool waits_for(const ThreadSnapshot& t, int signo) {
+  return is_sigwait_site(t.wait_site) && (!t.sigwait_set || mask_has(*t.sigwait_set, signo));
+}
+
 bool gone(const ThreadSnapshot& t) {
   return t.exiting || t.state == 'Z' || t.state == 'X' || t.state == 'x';
 }
@@ -532,7 +538,7 @@ InspectReport analyze(const ProcessSnapshot& p) {
     for (const auto& t : p.threads) {
       if (gone(t) || t.blocks(signo)) continue;
       v.can_take.push_back(t.tid);
-      if (v.sigwait_receiver == 0 && is_sigwait_site(t.wait_site)) v.sigwait_receiver = t.tid;
+      if (v.sigwait_receiver == 0 && waits_for(t, signo)) v.sigwait_receiver = t.tid;
     }
     for (const auto& fd : p.signalfds)
       if (mask_has(fd.mask, signo)) v.signalfds.push_back(fd.fd);
@@ -547,7 +553,7 @@ InspectReport analyze(const ProcessSnapshot& p) {
     std::vector<pid_t> takers;
     for (const auto& t : p.threads)
       if (std::find(v.can_take.begin(), v.can_take.end(), t.tid) != v.can_take.end() &&
-          !is_sigwait_site(t.wait_site))
+          !waits_for(t, signo))
         takers.push_back(t.tid);
     const bool disposition_ignores = is_ignored || (!is_caught && action == "ignore");
     const bool init_refuses =

@@ -58,9 +58,10 @@ std::string measured_text(const InspectReport& r, const MeasuredWatch& m,
   if (!m.ran)
     return "\nMeasured: not with BPF (" + m.how + "): the sampled figures above are lower bounds\n";
   std::string out = fmt::format(
-      "\nMeasured with BPF for {} (generate to take, the kernel's own times; causes as in "
+      "\nMeasured with BPF for {}{} (generate to take, the kernel's own times; causes as in "
       "docs/trace.md){}:\n",
-      format_duration(static_cast<double>(duration_ns)),
+      format_duration(static_cast<double>(m.duration_ns != 0 ? m.duration_ns : duration_ns)),
+      m.duration_ns != 0 ? ", from before the busy-thread window to the watch's end" : "",
       m.lost_events ? fmt::format(", {} events lost", m.lost_events) : "");
   if (m.signals.empty()) out += "  no signal was sent to it during the watch\n";
   for (const auto& s : m.signals) {
@@ -304,6 +305,10 @@ nlohmann::ordered_json render_json(const InspectReport& r, const WatchResult* wa
     m["ran"] = watch->measured.ran;
     m["how"] = watch->measured.how;
     if (watch->measured.ran) {
+      m["duration_ns"] =
+          watch->measured.duration_ns != 0 ? watch->measured.duration_ns : watch->duration_ns;
+      m["started"] = watch->measured.duration_ns != 0 ? "before the busy-thread window"
+                                                      : "with the pending samples";
       m["slow_ns"] = watch->measured.slow_ns;
       m["lost_events"] = watch->measured.lost_events;
       auto& list = m["signals"] = nlohmann::ordered_json::array();

@@ -34,6 +34,10 @@ struct MeasuredWatch {
   std::string how;  // one line: what measured, or why nothing did
   std::uint64_t slow_ns = 1'000'000;
   long long lost_events = 0;
+  // How long it measured: from before the busy-thread window (a signal sent
+  // while inspect reads the process is counted) to the watch's end; 0: the
+  // watch's own duration.
+  std::uint64_t duration_ns = 0;
   std::vector<MeasuredSignal> signals;  // in signal order
 };
 
@@ -50,7 +54,8 @@ struct WatchResult {
   PendingWatch watch;
   MeasuredWatch measured;
   // Empty when it ran its whole duration; else why it ended sooner ("the
-  // process exited after 1.5 s"): the samples taken until then stand.
+  // process exited after 1.5 s", "interrupted by SIGINT after 2.0 s"): the
+  // samples taken until then stand.
   std::string ended_early;
 };
 

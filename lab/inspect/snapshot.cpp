@@ -1,6 +1,7 @@
 #include "lab/inspect/snapshot.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -175,6 +176,29 @@ std::string read_wait_site(const std::string& task_dir) {
   return {};
 }
 
+// The wait set of a thread in rt_sigtimedwait: its first argument (in
+// task/TID/syscall, "nr arg1 ..." in hex) points to the sigset_t, read from
+// the process's memory (/proc/PID/mem, the same ptrace-read access as
+// syscall needs). nullopt when either cannot be read (the thread left the
+// call meanwhile: then the number no longer matches).
+std::optional<std::uint64_t> read_sigwait_set(pid_t pid, const std::string& task_dir) {
+  const auto text = read_file(task_dir + "/syscall");
+  if (!text) return std::nullopt;
+  long nr = -1;
+  unsigned long long set_address = 0;
+  if (std::sscanf(text->c_str(), "%ld %llx", &nr, &set_address) != 2 || nr != SYS_rt_sigtimedwait ||
+      set_address == 0)
+    return std::nullopt;
+  const std::string mem = "/proc/" + std::to_string(pid) + "/mem";
+  const int fd = ::open(mem.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::uint64_t set = 0;
+  const ssize_t n = ::pread(fd, &set, sizeof set, static_cast<off_t>(set_address));
+  ::close(fd);
+  if (n != static_cast<ssize_t>(sizeof set)) return std::nullopt;
+  return set;  // bit (n-1) is signal n: /proc's layout
+}
+
 // Reads one thread; nullopt when it exited meanwhile.
 std::optional<ThreadSnapshot> read_thread(pid_t pid, pid_t tid) {
   const std::string dir = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
@@ -200,6 +224,7 @@ std::optional<ThreadSnapshot> read_thread(pid_t pid, pid_t tid) {
     }
   }
   thread.wait_site = read_wait_site(dir);
+  if (thread.wait_site == "rt_sigtimedwait") thread.sigwait_set = read_sigwait_set(pid, dir);
   return thread;
 }
 

@@ -73,6 +73,13 @@ struct ThreadSnapshot {
   // "running" when on a CPU in user space), or the kernel function from
   // wchan; empty when neither could be read.
   std::string wait_site;
+  // In rt_sigtimedwait: the set it waits for (read from its memory), which
+  // /proc's SigBlk shows unblocked for the length of the call; only these
+  // signals are its to take by waiting (the others it takes as any thread
+  // does, when it does not block them). nullopt: not waiting, or the set
+  // could not be read (then every signal it does not block counts as
+  // waited for, as before).
+  std::optional<std::uint64_t> sigwait_set;
   // Over the sampling window: share of wall time on a CPU, and waiting for
   // a CPU in a run queue. Negative when not measured (one read only, or no
   // schedstat).

@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "lab/harness/runner.h"
+#include "lab/scenarios/instance_guard.h"
 #include "lab/trace/bpf/e2e_events.h"
 #include "sys/tracefs.h"
 
@@ -78,6 +79,8 @@ class TracefsSource final : public Source {
     if (formats_->id("signal", "signal_generate") < 0)
       throw std::runtime_error("tracefs has no signal:signal_generate event");
     instance_.emplace("e2e");
+    // Removed by a guardian should this process be killed (instance_guard.h).
+    guard_.emplace(*instance_);
     instance_->tracing_off();
     instance_->write("buffer_size_kb", "4096");
     if (!instance_->write("trace_clock", "mono"))
@@ -158,6 +161,7 @@ class TracefsSource final : public Source {
 
  private:
   std::optional<tracefs::EventFormats> formats_;
+  std::optional<InstanceGuard> guard_;  // destroyed after the instance
   std::optional<tracefs::Instance> instance_;
   long long overruns_at_begin_ = 0;
   bool mounted_by_us_ = false;

@@ -50,6 +50,7 @@
 #include "lab/common/signal_scope.h"
 #include "lab/harness/runner.h"
 #include "lab/harness/scenario.h"
+#include "lab/scenarios/instance_guard.h"
 #include "lab/scenarios/signalchannel_testing.h"
 #include "sys/error.h"
 #include "sys/proc.h"
@@ -524,6 +525,7 @@ class KernelMergeTrace {
  private:
   struct Session {
     std::optional<sys::tracefs::EventFormats> formats;
+    std::optional<InstanceGuard> guard;  // removes the instance if this process is killed
     std::optional<sys::tracefs::Instance> instance;
     std::string why_not;
   };
@@ -543,9 +545,11 @@ class KernelMergeTrace {
           return;
         }
         s.instance.emplace("flood");
+        s.guard.emplace(*s.instance);
         // Removed when the scenario's process ends (it ends with _exit).
         register_scenario_process_exit([] {
           session().instance.reset();
+          session().guard.reset();
           session().formats.reset();
         });
         s.instance->tracing_off();
@@ -555,6 +559,7 @@ class KernelMergeTrace {
       } catch (const std::exception& e) {
         s.why_not = e.what();
         s.instance.reset();
+        s.guard.reset();
       }
     });
     return s;

@@ -62,6 +62,7 @@ ChildProcess spawn_with(const std::vector<std::string>& argv, const RunOptions& 
                         RunningProgram::Setup& setup) {
   SpawnOptions spawn;
   spawn.environment = options.environment;
+  spawn.new_process_group = options.new_process_group;
   spawn.stdout_fd = setup.out.write_end;
   spawn.stderr_fd = setup.err.write_end;
   spawn.stdin_fd = options.input ? setup.in.read_end : setup.devnull.fd;

@@ -51,6 +51,9 @@ struct RunOptions {
   std::optional<std::string> input;
   // The environment, "NAME=value" each; nullopt inherits the test's.
   std::optional<std::vector<std::string>> environment;
+  // The program leads a process group of its own (its PID): a test can then
+  // signal the group as a terminal's Ctrl-C does (kill(-pid, SIGINT)).
+  bool new_process_group = false;
 };
 
 // A started program: act on it through process(), then finish() it. The
