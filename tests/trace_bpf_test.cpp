@@ -360,8 +360,9 @@ TEST(BpfPrograms, LoadAndPassTheVerifierOnBothSystemCallRoutes) {
       FAIL() << "the programs do not load: " << e.what();
     }
     // Six programs on the signal and scheduler tracepoints, plus the
-    // system-call exits: two per-call tracepoints, or one for every call.
-    EXPECT_EQ(programs->attached(), every_syscall ? 7 : 8);
+    // system-call exits: three per-call tracepoints (rt_sigtimedwait, read,
+    // rt_sigaction), or one for every call.
+    EXPECT_EQ(programs->attached(), every_syscall ? 7 : 9);
     const std::string route = programs->syscall_route();
     EXPECT_NE(route.find(every_syscall ? "tp_btf/sys_exit" : "sys_exit_rt_sigtimedwait"),
               std::string::npos)
