@@ -696,7 +696,7 @@ bool tracer_attached(pid_t pid) {
     if (info.find("link_type:\traw_tracepoint") != std::string::npos) ++raw;
     if (info.find("link_type:\tperf") != std::string::npos) ++perf;
   }
-  return (raw == 6 && perf == 2) || raw == 7;
+  return (raw == 6 && perf == 3) || raw == 7;
 }
 
 // Runs `doorbell trace -p SENDER ARGS...` around the controlled sender, once

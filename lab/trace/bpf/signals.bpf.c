@@ -900,26 +900,26 @@ static __always_inline u32 still_pending(unsigned long mask, u32 sig) {
 }
 
 /* sigaction(sig, SIG_IGN) (or SIG_DFL where the default is to ignore)
- * returned: the kernel discarded every pending `sig` of the process, with
- * no tracepoint. Its FIFOs are cut to what the pending sets still hold (a
- * `sig` generated since, while blocked, stays) and the rest counted as
- * discarded: otherwise each later take would pair with an earlier generate.
- * Not seen: a sigwait in another thread that dequeued `sig` just before the
- * flush and had not returned (its take is then unpaired). */
-static __always_inline void sigaction_returned(u64 sig, u64 act) {
-  if (sig < 1 || sig > DOORBELL_MAX_SIGNAL || !act) return;
+ * returned (a global function: verified once, not inside each caller): the kernel discarded every
+ * pending `sig` of the process, with no tracepoint. Its FIFOs are cut to what the pending sets
+ * still hold (a `sig` generated since, while blocked, stays) and the rest counted as discarded:
+ * otherwise each later take would pair with an earlier generate. Not seen: a sigwait in another
+ * thread that dequeued `sig` just before the flush and had not returned (its take is then
+ * unpaired). */
+__noinline int sigaction_returned(u64 sig, u64 act) {
+  if (sig < 1 || sig > DOORBELL_MAX_SIGNAL || !act) return 0;
   struct task_struct* current = bpf_get_current_task_btf();
   u32 tgid = current->tgid;
-  if (only_tgid && tgid != only_tgid) return;
+  if (only_tgid && tgid != only_tgid) return 0;
   u64 handler = 0;
-  if (bpf_probe_read_user(&handler, sizeof(handler), (void*)act) != 0) return;
+  if (bpf_probe_read_user(&handler, sizeof(handler), (void*)act) != 0) return 0;
   /* SIG_IGN, or SIG_DFL of SIGCHLD, SIGCONT, SIGURG, SIGWINCH */
   bool ignored =
       handler == 1 || (handler == 0 && (sig == 17 || sig == 18 || sig == 23 || sig == 28));
-  if (!ignored) return;
+  if (!ignored) return 0;
   struct task_struct* leader = current->group_leader;
   struct proc_state* ps = leader ? bpf_task_storage_get(&procs, leader, 0, 0) : 0;
-  if (!ps || ps->outstanding <= 0) return;
+  if (!ps || ps->outstanding <= 0) return 0;
   u32 i = (u32)(sig - 1) & (DOORBELL_MAX_SIGNAL - 1);
   struct signal_struct* signal = BPF_CORE_READ(current, signal);
   unsigned long shared_mask = BPF_CORE_READ(signal, shared_pending.signal.sig[0]);
@@ -930,7 +930,7 @@ static __always_inline void sigaction_returned(u64 sig, u64 act) {
     count_discarded(tgid, (u32)sig, dropped);
     __sync_fetch_and_add(&ps->outstanding, -(s64)dropped);
   }
-  if (ps->private_outstanding <= 0) return;
+  if (ps->private_outstanding <= 0) return 0;
   /* Each thread's own FIFO of `sig`. */
   u64 head = (u64)signal + bpf_core_field_offset(struct signal_struct, thread_head);
   u64 node_offset = bpf_core_field_offset(struct task_struct, thread_node);
@@ -953,6 +953,7 @@ static __always_inline void sigaction_returned(u64 sig, u64 act) {
     }
     pos = BPF_CORE_READ(pos, next);
   }
+  return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_rt_sigaction")
