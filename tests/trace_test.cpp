@@ -333,6 +333,48 @@ TEST(TraceCli, ZeroNanInfHugeAndPidZeroAreRefused) {
   }
 }
 
+// Issue 32, item 6: `trace -p TID` (a thread, not a process) and `trace -p
+// ZOMBIE` traced nothing, silently. A thread id is mapped to its process,
+// saying so (as inspect does); a zombie is refused at once (exit 2, one
+// line), before any tracing.
+TEST(TraceCli, ThreadIdMapsToItsProcessAndAZombieIsRefused) {
+  // A zombie: a child that exited and is not reaped (until the end).
+  const pid_t zombie = ::fork();
+  if (zombie == 0) ::_exit(0);
+  ASSERT_GT(zombie, 0);
+  for (int i = 0; i < 500; ++i) {  // until it has exited: at most 5 s
+    std::string stat = slurp("/proc/" + std::to_string(zombie) + "/stat");
+    const auto close = stat.rfind(')');
+    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z') break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto refused = run_doorbell({"trace", "-p", std::to_string(zombie), "--duration", "1"});
+  EXPECT_EQ(refused.exit_code(), 2) << refused.describe();
+  EXPECT_NE(refused.err.find("zombie"), std::string::npos) << refused.err;
+  int status;
+  ::waitpid(zombie, &status, 0);
+
+  if (::geteuid() != 0) GTEST_SKIP() << "tracing a thread's process needs root; not root";
+  std::promise<pid_t> tid_promise;
+  std::promise<void> done;
+  std::thread thread([&] {
+    tid_promise.set_value(static_cast<pid_t>(::gettid()));
+    done.get_future().wait_for(std::chrono::seconds(60));
+  });
+  const pid_t tid = tid_promise.get_future().get();
+  const auto r = run_doorbell(
+      {"trace", "-p", std::to_string(tid), "--duration", "0.2", "--json", "--backend", "tracefs"});
+  done.set_value();
+  thread.join();
+  EXPECT_EQ(r.exit_code(), 0) << r.describe();
+  const auto first = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  EXPECT_EQ(first["scope"], ::getpid()) << r.out;
+  EXPECT_NE(
+      r.err.find("thread " + std::to_string(tid) + " of process " + std::to_string(::getpid())),
+      std::string::npos)
+      << r.err;
+}
+
 // ---------------------------------------------------------------- the binding
 
 TEST(TracefsBinding, FindsTheMountInMountinfo) {

@@ -106,6 +106,26 @@ TEST(BpfTotals, SetTotalsMeasuresTheIntervalFromItsStart) {
   EXPECT_TRUE(only.streams().empty());
 }
 
+// Issue 36, item 8: the largest delay is exact, also when the other delays
+// of its bucket are many: signalfd takes read a max of 1,179,648 ns (the
+// middle of the bucket [1,048,576, 1,310,720)) where the kernel's largest
+// was 1,070,615, because the bucket's other takes were recorded at its
+// middle, above the largest.
+TEST(BpfTotals, MaxIsExactWhenItsBucketsMiddleIsAboveIt) {
+  const pid_t self = ::getpid();
+  trace::Tracker tracker;
+  const trace::Key key{self, SIGUSR1};
+  trace::Counts c = totals(40, 1'060'000, 40);
+  c.delay_max_ns = 1'070'615;
+  ASSERT_EQ(trace::delay_bucket(1'060'000), trace::delay_bucket(1'070'615));
+  tracker.set_totals(key, "target", c);
+  const auto& s = tracker.streams().at(key);
+  EXPECT_EQ(s.total.delay.max(), 1'070'615);
+  EXPECT_LE(s.total.delay.percentile(99), 1'070'615);
+  EXPECT_EQ(s.interval.delay.max(), 1'070'615);
+  EXPECT_EQ(s.total.delay.count(), 40u);
+}
+
 TEST(BpfTotals, JsonCarriesTakesHistogramAndCausesOrNullsForTracefs) {
   trace::Counts c = totals(10, 3000, 9);
   nlohmann::json with_causes, without;

@@ -24,11 +24,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -43,6 +46,7 @@
 #include "lab/trace/overhead.h"
 #include "lab/trace/render.h"
 #include "lab/trace/tracker.h"
+#include "sys/proc.h"
 
 namespace doorbell::cli {
 namespace {
@@ -82,6 +86,40 @@ bool stop_requested() {
 
 bool process_alive(pid_t pid) {
   return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+// The process to trace for `-p ID`: ID itself, or the process of thread ID
+// (as inspect does; said on stderr). A zombie (every thread exited, not
+// reaped) is refused: nothing it could receive would be taken. /proc's
+// status of a thread is readable under /proc/TID even where TID is not a
+// process.
+pid_t process_to_trace(pid_t id, std::ostream& log) {
+  const std::string status = "/proc/" + std::to_string(id) + "/status";
+  std::ifstream in(status);
+  pid_t tgid = 0;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("Tgid:", 0) == 0) tgid = static_cast<pid_t>(std::atol(line.c_str() + 5));
+  if (tgid <= 0) throw UsageError(fmt::format("trace: no process with pid {}", id));
+  if (tgid != id)
+    log << fmt::format("doorbell trace: {} is thread {} of process {}: tracing process {}\n", id,
+                       id, tgid, tgid);
+  // Alive while any thread is: the leader may have exited alone.
+  bool alive = false;
+  std::string comm;
+  for (const pid_t tid : sys::list_threads(tgid)) {
+    std::ifstream stat("/proc/" + std::to_string(tgid) + "/task/" + std::to_string(tid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos || close + 2 >= text.size()) continue;
+    const char state = text[close + 2];
+    if (state != 'Z' && state != 'X') alive = true;
+  }
+  if (!alive)
+    throw UsageError(fmt::format(
+        "trace: process {} has exited: it is a zombie its parent has not reaped; nothing sent to "
+        "it will be taken",
+        tgid));
+  return tgid;
 }
 
 // The backend (lab/trace/backend.h's choice), with its one line saying which
@@ -153,10 +191,33 @@ std::string lost_text(long long lost) {
   return lost ? fmt::format(", {} events lost (buffer overrun)", lost) : std::string();
 }
 
-int run_trace(const TraceArgs& args) {
+// One line when delays were not measured or slow lines dropped (never
+// silent); empty otherwise.
+std::string unmeasured_text(const trace::Tracker& tracker, long long slow_dropped) {
+  uint64_t unmeasured = 0;
+  for (const auto& [key, s] : tracker.streams()) unmeasured += s.total.unmeasured();
+  std::string text;
+  if (unmeasured)
+    text += fmt::format(
+        "{} delays not measured: their signals were queued when a table of the tracer was full "
+        "(counted, and taken; delays_unmeasured per signal in --json)\n",
+        unmeasured);
+  if (slow_dropped)
+    text += fmt::format("{} slow-delivery lines dropped: the ring buffer was full\n", slow_dropped);
+  return text;
+}
+
+int run_trace(TraceArgs args) {
   // 0 is "every process" only by leaving -p out.
   if (args.pid < 0 || (args.pid != 0 && !process_alive(args.pid)))
     throw UsageError(fmt::format("trace: no process with pid {}", args.pid));
+  if (args.pid != 0) {
+    try {
+      args.pid = process_to_trace(args.pid, std::cerr);
+    } catch (const std::system_error&) {
+      throw UsageError(fmt::format("trace: no process with pid {}", args.pid));
+    }
+  }
   StopSignals stop_signals;
   const trace::BackendOptions options{args.pid, static_cast<uint64_t>(args.slow_us * 1000.0)};
   std::unique_ptr<trace::Backend> backend = open_backend(args.backend, options, std::cerr);
@@ -253,6 +314,7 @@ int run_trace(const TraceArgs& args) {
                            {"signals", rows_json(tracker, total_s, true, args.threshold, causes)}};
     if (causes) {
       summary["slow_deliveries"] = slow_total;
+      summary["slow_dropped"] = backend->slow_dropped();
       summary["unlogged_state_changes"] = backend->unlogged_state_changes();
     }
     std::cout << summary.dump(-1, ' ', false, kUtf8Replace) << std::endl;
@@ -263,6 +325,7 @@ int run_trace(const TraceArgs& args) {
                                    total_s, end_reason, backend_name, lost_text(lost)));
     trace::print_causes(std::cout, tracker, args.top, total_s, true, causes);
     trace::print_histograms(std::cout, tracker, std::min(args.top, 5), total_s, true);
+    std::cout << unmeasured_text(tracker, backend->slow_dropped());
     if (causes)
       std::cout << fmt::format("{} deliveries took {} us or more (shown as they came)\n",
                                slow_total, args.slow_us);

@@ -101,9 +101,14 @@ class Backend {
   // overflows: tracefs drains its ring buffers into `tracker` (the same as
   // collect()); bpf only takes the slow deliveries from its ring buffer.
   virtual void poll(Tracker& tracker, std::vector<SlowDelivery>* slow) { collect(tracker, slow); }
-  // Events it could not account since the start (ring buffers overrun, maps
-  // full). 0 is the normal case, and the tests insist on it.
+  // Events it could not count since the start (ring buffers overrun, maps
+  // full): only events; a delay not measured is counted per stream
+  // (Counts::unmeasured()), a slow-delivery line dropped in slow_dropped().
+  // 0 is the normal case, and the tests insist on it.
   virtual long long lost_events() const = 0;
+  // bpf: slow-delivery lines the ring buffer had no room for (their counts
+  // and delays are kept).
+  virtual long long slow_dropped() const { return 0; }
   // bpf: state changes its cause log missed (no per-thread state could be
   // made): a delay's split may be off by them, no count is.
   virtual long long unlogged_state_changes() const { return 0; }

@@ -45,6 +45,7 @@ Counts counts_of(const std::vector<doorbell_stats>& per_cpu, std::string& comm) 
     c.unpaired += v.unpaired;
     c.discarded += v.discarded;
     c.senders_other += v.senders_other;
+    c.unmeasured_table_full += v.unmeasured;
     for (int i = 0; i < kDelayBuckets; ++i) c.delay_buckets[i] += v.delay_buckets[i];
     c.delay_max_ns = std::max<uint64_t>(c.delay_max_ns, v.delay_max_ns);
     for (int i = 0; i < kCauses; ++i) {
@@ -67,39 +68,6 @@ Counts counts_of(const std::vector<doorbell_stats>& per_cpu, std::string& comm) 
     if (comm.empty()) comm = comm_text(v.comm);
   }
   return c;
-}
-
-// into += more, for the totals of a process whose pid came back after its
-// entry was forgotten.
-void accumulate(Counts& into, const Counts& more) {
-  into.generated += more.generated;
-  into.queued += more.queued;
-  into.coalesced += more.coalesced;
-  into.ignored += more.ignored;
-  into.failed += more.failed;
-  into.delivered += more.delivered;
-  into.taken_sigwait += more.taken_sigwait;
-  into.taken_signalfd += more.taken_signalfd;
-  into.unpaired += more.unpaired;
-  into.discarded += more.discarded;
-  into.senders_other += more.senders_other;
-  for (int i = 0; i < kDelayBuckets; ++i) into.delay_buckets[i] += more.delay_buckets[i];
-  into.delay_max_ns = std::max(into.delay_max_ns, more.delay_max_ns);
-  for (int i = 0; i < kCauses; ++i) {
-    into.causes.ns[i] += more.causes.ns[i];
-    into.causes.count[i] += more.causes.count[i];
-  }
-  into.causes.switch_in_unseen += more.causes.switch_in_unseen;
-  if (more.causes.longest_runnable_ns > into.causes.longest_runnable_ns) {
-    into.causes.longest_runnable_ns = more.causes.longest_runnable_ns;
-    into.causes.ran_instead_tid = more.causes.ran_instead_tid;
-    into.causes.ran_instead_comm = more.causes.ran_instead_comm;
-  }
-  for (const auto& [pid, tally] : more.senders) {
-    SenderTally& t = into.senders[pid];
-    if (t.comm.empty()) t.comm = tally.comm;
-    t.count += tally.count;
-  }
 }
 
 SlowDelivery slow_of(const doorbell_slow& r) {
@@ -151,8 +119,9 @@ class BpfBackend final : public Backend {
   void collect(Tracker& tracker, std::vector<SlowDelivery>* slow) override {
     poll(tracker, slow);
     // Processes found gone before the read: this read has all they did, so
-    // their entries go after it (a process that dies during the read is
-    // forgotten at the next one).
+    // their entries go after it, and the tracker retires their streams into
+    // its aggregate (a process that dies during the read goes at the next
+    // one). Memory stays bounded by the processes alive.
     std::set<pid_t> gone;
     for (const pid_t tgid : seen_)
       if (process_gone(tgid)) gone.insert(tgid);
@@ -162,25 +131,28 @@ class BpfBackend final : public Backend {
           const Key key{static_cast<pid_t>(k.tgid), static_cast<int>(k.sig)};
           std::string comm;
           Counts counts = counts_of(per_cpu, comm);
-          auto earlier = retired_.find(key);
-          if (earlier != retired_.end()) accumulate(counts, earlier->second);
-          if (gone.count(key.tgid) != 0) {
-            forget.push_back(k);
-            retired_[key] = counts;
-          }
+          if (gone.count(key.tgid) != 0) forget.push_back(k);
           seen_.insert(key.tgid);
           tracker.set_totals(key, comm, std::move(counts));
         });
     for (const doorbell_stats_key& k : forget) programs_.forget(k);
-    for (const pid_t tgid : gone) seen_.erase(tgid);
+    for (const pid_t tgid : gone) {
+      seen_.erase(tgid);
+      tracker.gone(tgid);
+    }
   }
 
+  // Events only: a generate or a take not counted. A queued signal not
+  // remembered is its stream's unmeasured delay; a dropped slow line is
+  // slow_dropped().
   long long lost_events() const override {
     const auto losses = programs_.losses();
-    long long total = 0;
-    for (int i = 0; i < DOORBELL_LOSSES; ++i)
-      if (i != DOORBELL_LOSS_STATE_LOG) total += static_cast<long long>(losses[i]);
-    return total;
+    return static_cast<long long>(losses[DOORBELL_LOSS_STATS_FULL] +
+                                  losses[DOORBELL_LOSS_SIGNALFD_READ]);
+  }
+
+  long long slow_dropped() const override {
+    return static_cast<long long>(programs_.losses()[DOORBELL_LOSS_SLOW_DROPPED]);
   }
 
   long long unlogged_state_changes() const override {
@@ -190,7 +162,6 @@ class BpfBackend final : public Backend {
  private:
   bpf::SignalPrograms programs_;
   std::set<pid_t> seen_;
-  std::map<Key, Counts> retired_;  // final totals of forgotten entries
 };
 
 }  // namespace

@@ -25,8 +25,10 @@ uint64_t SignalTracing::drain(Tracker& tracker) {
     if (e.id == generate_id_) {
       const auto sig = e.number("sig"), target = e.number("pid"), result = e.number("result");
       if (!sig || !target || !result) return;
+      const auto group = e.number("group");
       tracker.on_generate({e.ts_ns, e.common_pid, static_cast<pid_t>(*target),
-                           static_cast<int>(*sig), static_cast<int>(*result), e.text("comm")});
+                           static_cast<int>(*sig), static_cast<int>(*result), e.text("comm"),
+                           !group || *group != 0});
       ++events;
     } else if (e.id == deliver_id_) {
       const auto sig = e.number("sig");

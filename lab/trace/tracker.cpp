@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -126,31 +127,93 @@ void Tracker::on_generate(const GenerateEvent& e) {
     ++tally.count;
   }
   if (e.result == 0 || e.result == 4) {
-    if (s.queued_at.size() >= kMaxQueued) s.queued_at.pop_front();
-    s.queued_at.push_back(e.ts_ns);
+    Queue& q = e.group ? s.queued_at : s.queued_for_thread[e.target_tid];
+    // A standard signal is in a queue at most once: queued again, the one
+    // before is gone (discarded unseen, by SIG_IGN while pending or SIGCONT,
+    // or taken by sigwait or a signalfd, which these events do not show).
+    if (e.sig < SIGRTMIN) q.clear();
+    if (q.size() >= kMaxQueued)
+      ++q.not_remembered;  // its take is counted as unmeasured, never paired wrong
+    else
+      q.push_back(e.ts_ns);
   }
 }
 
 void Tracker::on_deliver(const DeliverEvent& e) {
   const pid_t tgid = tgid_of(e.tid);
   if (only_ > 0 && tgid != only_) return;
-  Stream& s = streams_[{tgid, e.sig}];
-  if (s.comm.empty()) s.comm = comm_of(e.tid);
-  bool paired = false;
-  uint64_t delay = 0;
-  if (!s.queued_at.empty() && s.queued_at.front() <= e.ts_ns) {
-    delay = e.ts_ns - s.queued_at.front();
-    s.queued_at.pop_front();
-    paired = true;
+  auto found = streams_.find({tgid, e.sig});
+  // The thread's own queue first, then the process's: dequeue_signal()'s
+  // order.
+  Queue* q = nullptr;
+  if (found != streams_.end()) {
+    auto own = found->second.queued_for_thread.find(e.tid);
+    if (own != found->second.queued_for_thread.end() && !own->second.empty())
+      q = &own->second;
+    else if (!found->second.queued_at.empty())
+      q = &found->second.queued_at;
   }
+  // A SIGKILL that no one sent: the kernel's kill of the other threads at a
+  // group exit or an exec, not a delivery.
+  if (q == nullptr && e.sig == SIGKILL) return;
+  Stream& s = found != streams_.end() ? found->second : streams_[{tgid, e.sig}];
+  if (s.comm.empty()) s.comm = comm_of(e.tid);
+  enum { paired, unmeasured, unpaired } how = unpaired;
+  uint64_t delay = 0;
+  if (q != nullptr && !q->empty() && q->front() <= e.ts_ns) {
+    delay = e.ts_ns - q->front();
+    q->pop_front();
+    how = paired;
+  } else if (q != nullptr && q->empty() && q->not_remembered > 0) {
+    --q->not_remembered;
+    how = unmeasured;
+  }
+  if (q != nullptr && q != &s.queued_at && q->empty() && q->not_remembered == 0)
+    s.queued_for_thread.erase(e.tid);
   for (Counts* c : {&s.interval, &s.total}) {
     ++c->delivered;
-    if (paired) {
+    if (how == paired) {
       c->delay.record(static_cast<double>(delay));
       ++c->delay_buckets[delay_bucket(delay)];
+      c->delay_max_ns = std::max(c->delay_max_ns, delay);
+    } else if (how == unmeasured) {
+      ++c->unmeasured_table_full;
     } else {
       ++c->unpaired;
     }
+  }
+}
+
+void accumulate(Counts& into, const Counts& more) {
+  into.generated += more.generated;
+  into.queued += more.queued;
+  into.coalesced += more.coalesced;
+  into.ignored += more.ignored;
+  into.failed += more.failed;
+  into.delivered += more.delivered;
+  into.taken_sigwait += more.taken_sigwait;
+  into.taken_signalfd += more.taken_signalfd;
+  into.unpaired += more.unpaired;
+  into.discarded += more.discarded;
+  into.senders_other += more.senders_other;
+  into.unmeasured_table_full += more.unmeasured_table_full;
+  into.delay.merge(more.delay);
+  for (int i = 0; i < kDelayBuckets; ++i) into.delay_buckets[i] += more.delay_buckets[i];
+  into.delay_max_ns = std::max(into.delay_max_ns, more.delay_max_ns);
+  for (int i = 0; i < kCauses; ++i) {
+    into.causes.ns[i] += more.causes.ns[i];
+    into.causes.count[i] += more.causes.count[i];
+  }
+  into.causes.switch_in_unseen += more.causes.switch_in_unseen;
+  if (more.causes.longest_runnable_ns > into.causes.longest_runnable_ns) {
+    into.causes.longest_runnable_ns = more.causes.longest_runnable_ns;
+    into.causes.ran_instead_tid = more.causes.ran_instead_tid;
+    into.causes.ran_instead_comm = more.causes.ran_instead_comm;
+  }
+  for (const auto& [pid, tally] : more.senders) {
+    SenderTally& t = into.senders[pid];
+    if (t.comm.empty()) t.comm = tally.comm;
+    t.count += tally.count;
   }
 }
 
@@ -171,6 +234,7 @@ Counts difference(const Counts& now, const Counts& before) {
   d.taken_signalfd = now.taken_signalfd - before.taken_signalfd;
   d.discarded = now.discarded - before.discarded;
   d.senders_other = now.senders_other - before.senders_other;
+  d.unmeasured_table_full = now.unmeasured_table_full - before.unmeasured_table_full;
   for (int i = 0; i < kDelayBuckets; ++i)
     d.delay_buckets[i] = now.delay_buckets[i] - before.delay_buckets[i];
   // The largest delay only grows: when it grew, it happened in this interval.
@@ -205,8 +269,12 @@ void histogram_from_buckets(Counts& c) {
       c.delay.record(static_cast<double>(c.delay_max_ns));  // the largest, exactly
       --n;
     }
-    if (n != 0)
-      c.delay.record_n((delay_bucket_lower(i) + std::min(delay_bucket_upper(i), 1e18)) / 2, n);
+    // A bucket's delays at its middle, but never above the exact largest
+    // (issue 36, item 8: many delays in the top bucket, recorded at its
+    // middle, read as a max above the real one).
+    double middle = (delay_bucket_lower(i) + std::min(delay_bucket_upper(i), 1e18)) / 2;
+    if (c.delay_max_ns != 0) middle = std::min(middle, static_cast<double>(c.delay_max_ns));
+    if (n != 0) c.delay.record_n(middle, n);
   }
 }
 
@@ -215,6 +283,7 @@ void histogram_from_buckets(Counts& c) {
 void Tracker::set_totals(const Key& key, const std::string& comm, Counts totals) {
   if (only_ > 0 && key.tgid != only_) return;
   Stream& s = streams_[key];
+  s.from_totals = true;
   if (!comm.empty()) s.comm = comm;
   s.total = std::move(totals);
   histogram_from_buckets(s.total);
@@ -223,6 +292,28 @@ void Tracker::set_totals(const Key& key, const std::string& comm, Counts totals)
 }
 
 void Tracker::end_interval() {
+  if (only_ == 0) {
+    std::sort(gone_.begin(), gone_.end());
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      const pid_t tgid = it->first.tgid;
+      const bool retire =
+          tgid > 0 && (it->second.from_totals ? std::binary_search(gone_.begin(), gone_.end(), tgid)
+                                              : ::kill(tgid, 0) != 0 && errno == ESRCH);
+      if (!retire) {
+        ++it;
+        continue;
+      }
+      auto [aggregate, fresh] = streams_.try_emplace({kRetired, it->first.sig});
+      if (fresh) {
+        aggregate->second.comm = "(exited)";
+        aggregate->second.processes = 0;
+      }
+      accumulate(aggregate->second.total, it->second.total);
+      ++aggregate->second.processes;
+      it = streams_.erase(it);
+    }
+  }
+  gone_.clear();
   for (auto& [key, s] : streams_) {
     s.interval.reset();
     s.total_at_interval_start = s.total;
@@ -268,6 +359,7 @@ std::string signal_name(int sig) {
 
 Pending pending_of(pid_t tgid, int sig) {
   Pending p;
+  if (tgid <= 0) return p;  // the kernel, or the aggregate of exited processes
   try {
     for (pid_t tid : sys::list_threads(tgid)) {
       auto st = sys::read_thread_signal_state(tgid, tid);
@@ -299,8 +391,8 @@ std::vector<Row> rows_of(const Tracker& tracker, double seconds, bool totals) {
   std::vector<Row> rows;
   for (const auto& [key, s] : tracker.streams()) {
     const Counts& c = totals ? s.total : s.interval;
-    if (c.generated == 0 && c.delivered == 0) continue;
-    rows.push_back({key, &s, c.generated / seconds, c.delivered / seconds});
+    if (c.generated == 0 && c.taken() == 0) continue;
+    rows.push_back({key, &s, c.generated / seconds, c.taken() / seconds});
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     return std::max(a.generated_per_s, a.delivered_per_s) >
@@ -320,27 +412,31 @@ nlohmann::json row_json(const Row& r, const Counts& c, double seconds, double th
                        {"comm", sorted[i].second.comm},
                        {"count", sorted[i].second.count}});
   const bool flagged = c.generated / seconds > threshold;
-  nlohmann::json j = {{"pid", r.key.tgid},
-                      {"comm", r.stream->comm},
-                      {"signal", r.key.sig},
-                      {"signal_name", signal_name(r.key.sig)},
-                      {"generated", c.generated},
-                      {"queued", c.queued},
-                      {"coalesced", c.coalesced},
-                      {"ignored", c.ignored},
-                      {"failed", c.failed},
-                      {"delivered", c.delivered},
-                      {"unpaired_deliveries", c.unpaired},
-                      {"generated_per_s", c.generated / seconds},
-                      {"delivered_per_s", c.delivered / seconds},
-                      {"delay_ns", delay_json(c.delay)},
-                      {"senders", senders},
-                      {"flagged", flagged}};
+  nlohmann::json j = {
+      {"pid", r.key.tgid == kRetired ? nlohmann::json() : nlohmann::json(r.key.tgid)},
+      {"comm", r.stream->comm},
+      {"signal", r.key.sig},
+      {"signal_name", signal_name(r.key.sig)},
+      {"generated", c.generated},
+      {"queued", c.queued},
+      {"coalesced", c.coalesced},
+      {"ignored", c.ignored},
+      {"failed", c.failed},
+      {"delivered", c.delivered},
+      {"unpaired_deliveries", c.unpaired},
+      {"generated_per_s", c.generated / seconds},
+      {"delivered_per_s", c.delivered / seconds},
+      {"delay_ns", delay_json(c.delay)},
+      {"delays_unmeasured", c.unmeasured()},
+      {"delays_unmeasured_by_reason", {{"table_full", c.unmeasured_table_full}}},
+      {"senders", senders},
+      {"flagged", flagged}};
   if (pending.known)
     j["pending"] = {{"shared", pending.shared}, {"threads", pending.threads}};
   else
     j["pending"] = nullptr;
   if (flagged) j["advice"] = kGuideAdvice;
+  if (r.key.tgid == kRetired) j["exited_processes"] = r.stream->processes;
   return j;
 }
 
@@ -363,6 +459,8 @@ void print_table(std::ostream& out, const Tracker& tracker, const TableOptions& 
   const auto rows = rows_of(tracker, seconds, totals);
   out << heading << "\n";
   // Totals count; an interval's columns are rates.
+  // DLV: taken, by any means (a handler or the default action, sigwait, a
+  // signalfd).
   out << fmt::format("{:>7} {:<15} {:<11} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}  {}\n", "PID",
                      "COMM", "SIGNAL", totals ? "GEN" : "GEN/s", totals ? "DLV" : "DLV/s",
                      totals ? "MERGED" : "MERGED/s", "p50", "p99", "max", "PENDING", "TOP SENDER");
@@ -391,8 +489,9 @@ void print_table(std::ostream& out, const Tracker& tracker, const TableOptions& 
       return totals ? std::to_string(count) : rate_text(static_cast<double>(count) / seconds);
     };
     out << fmt::format("{:>7} {:<15.15} {:<11} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}  {}\n",
-                       r.key.tgid, r.stream->comm, signal_name(r.key.sig), column(c.generated),
-                       column(c.delivered), column(c.coalesced), d(50), d(99),
+                       r.key.tgid == kRetired ? std::string("-") : std::to_string(r.key.tgid),
+                       r.stream->comm, signal_name(r.key.sig), column(c.generated),
+                       column(c.taken()), column(c.coalesced), d(50), d(99),
                        c.delay.empty() ? std::string("-") : format_duration(c.delay.max()),
                        pending_text, sender);
     if (r.generated_per_s > options.threshold)

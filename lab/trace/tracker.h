@@ -50,6 +50,7 @@ struct GenerateEvent {
   int sig = 0;
   int result = 0;
   std::string target_comm;  // the target thread's name, from the event
+  bool group = true;        // process-directed (the shared queue); false: to target_tid only
 };
 
 struct DeliverEvent {
@@ -103,15 +104,25 @@ struct Counts {
   uint64_t taken_signalfd = 0;  // a read of a signalfd returned it
   uint64_t discarded = 0;       // queued, never taken: its thread or process exited first
   uint64_t senders_other = 0;   // sends by senders the kernel side had no slot for
-  Histogram delay;              // generate -> take, ns
+  // Takes whose delay could not be measured, by reason (never silent): the
+  // generate was not remembered because a bounded table was full (bpf: the
+  // per-thread queues, the spill table of queued real-time signals, the
+  // per-process state; tracefs: the queue of one stream).
+  uint64_t unmeasured_table_full = 0;
+  Histogram delay;                                      // generate -> take, ns
   std::array<uint64_t, kDelayBuckets> delay_buckets{};  // the same delays, bucketed
   uint64_t delay_max_ns = 0;  // set_totals(): the exact largest delay (0: not known)
   Causes causes;
   std::map<pid_t, SenderTally> senders;
 
   uint64_t taken() const noexcept { return delivered + taken_sigwait + taken_signalfd; }
+  uint64_t unmeasured() const noexcept { return unmeasured_table_full; }
   void reset() { *this = Counts{}; }
 };
+
+// The tgid of the aggregate rows: the totals of the streams of processes
+// that are gone (Tracker::end_interval() retires them), one row per signal.
+inline constexpr pid_t kRetired = -1;
 
 struct Key {
   pid_t tgid;
@@ -119,13 +130,29 @@ struct Key {
   bool operator<(const Key& o) const { return tgid != o.tgid ? tgid < o.tgid : sig < o.sig; }
 };
 
+// Timestamps of queued, not yet taken generates, oldest first, bounded:
+// generates beyond the bound are counted, and their takes counted as
+// unmeasured (reason: table full).
+struct Queue : std::deque<uint64_t> {
+  uint64_t not_remembered = 0;
+};
+
 struct Stream {
   std::string comm;
   Counts interval;  // since the last end_interval()
   Counts total;
-  std::deque<uint64_t> queued_at;  // timestamps of queued, not yet delivered generates
+  // Timestamps of queued, not yet taken generates (events only): the
+  // process's shared queue, and each thread's own.
+  Queue queued_at;
+  std::map<pid_t, Queue> queued_for_thread;
   Counts total_at_interval_start;  // set_totals(): what the interval is measured from
+  bool from_totals = false;        // fed by set_totals() (the backend says when it is gone)
+  uint64_t processes = 1;          // kRetired: how many processes' streams it holds
 };
+
+// into += more, counter by counter (the histograms merged; the causes'
+// "longest" and the largest delay kept where larger).
+void accumulate(Counts& into, const Counts& more);
 
 class Tracker {
  public:
@@ -146,8 +173,15 @@ class Tracker {
   const std::map<Key, Stream>& streams() const { return streams_; }
 
   // Starts a new interval: interval counts to zero, thread-to-process
-  // mappings forgotten (thread ids are reused).
+  // mappings forgotten (thread ids are reused), and the streams of processes
+  // that are gone retired into one aggregate per signal (key {kRetired,
+  // sig}) so that memory stays bounded by the processes alive: for events,
+  // when kill(pid, 0) finds no process; for totals, when the backend said so
+  // with gone(). Not with a chosen process (only > 0): its row is the point.
   void end_interval();
+  // A backend that feeds totals: the last set_totals() of `tgid` had all it
+  // did; its streams retire at the next end_interval().
+  void gone(pid_t tgid) { gone_.push_back(tgid); }
 
   // The process of a thread (/proc/<tid>/status), cached; an exited thread
   // is its own process, tid 0 (the kernel) is 0.
@@ -159,6 +193,7 @@ class Tracker {
  private:
   pid_t only_;
   std::map<Key, Stream> streams_;
+  std::vector<pid_t> gone_;
   std::unordered_map<pid_t, pid_t> tgid_cache_;
   std::unordered_map<pid_t, std::string> comm_cache_;
 };

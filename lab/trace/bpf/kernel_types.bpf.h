@@ -53,6 +53,7 @@ struct sigpending {
 
 struct signal_struct {
   atomic_t live;                /* threads not yet exited */
+  int group_exit_code;          /* a fatal signal's number, or an exit status << 8 */
   struct list_head thread_head; /* the threads, through task_struct.thread_node */
   struct sigpending shared_pending;
 };

@@ -62,12 +62,13 @@ SignalPrograms::SignalPrograms(const Options& options) {
   int wait_id =
       options.every_syscall ? -1 : syscall_event_id("sys_exit_rt_sigtimedwait", every_call_why);
   int read_id = wait_id < 0 ? -1 : syscall_event_id("sys_exit_read", every_call_why);
+  int action_id = read_id < 0 ? -1 : syscall_event_id("sys_exit_rt_sigaction", every_call_why);
   if (wait_id >= 0) mounted_tracefs_ = sys::tracefs::tracing_dir().private_mount;
-  if (read_id < 0) wait_id = -1;
+  if (read_id < 0 || action_id < 0) wait_id = read_id = action_id = -1;
   // A refusal of the per-call tracepoints' perf events (not of BPF) falls
   // back to the every-call route, saying so.
-  if (!load(options, wait_id, read_id, every_call_why, messages) &&
-      !load(options, -1, -1, every_call_why, messages))
+  if (!load(options, {wait_id, read_id, action_id}, every_call_why, messages) &&
+      !load(options, {-1, -1, -1}, every_call_why, messages))
     throw BpfUnavailable(every_call_why);
 }
 
@@ -80,9 +81,9 @@ void SignalPrograms::unload() noexcept {
   skeleton_ = nullptr;
 }
 
-bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std::string& why,
+bool SignalPrograms::load(const Options& options, const SyscallEvents& ids, std::string& why,
                           const CapturedMessages& messages) {
-  const bool per_call = wait_id >= 0 && read_id >= 0;
+  const bool per_call = ids.wait >= 0 && ids.read >= 0 && ids.action >= 0;
   auto give_up = [&](const std::string& reason) {
     unload();
     throw BpfUnavailable(reason);
@@ -96,13 +97,16 @@ bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std:
   if (cpus > 0) bpf_map__set_max_entries(skeleton_->maps.cpu_current, static_cast<__u32>(cpus));
   skeleton_->rodata->nr_read = SYS_read;
   skeleton_->rodata->nr_rt_sigtimedwait = SYS_rt_sigtimedwait;
-  bpf_program__set_autoload(skeleton_->progs.on_exit_rt_sigtimedwait, per_call);
-  bpf_program__set_autoload(skeleton_->progs.on_exit_read, per_call);
-  bpf_program__set_autoattach(skeleton_->progs.on_exit_rt_sigtimedwait, false);
-  bpf_program__set_autoattach(skeleton_->progs.on_exit_read, false);
+  skeleton_->rodata->nr_rt_sigaction = SYS_rt_sigaction;
+  for (bpf_program* program :
+       {skeleton_->progs.on_exit_rt_sigtimedwait, skeleton_->progs.on_exit_read,
+        skeleton_->progs.on_exit_rt_sigaction}) {
+    bpf_program__set_autoload(program, per_call);
+    bpf_program__set_autoattach(program, false);
+  }
   bpf_program__set_autoload(skeleton_->progs.on_sys_exit, !per_call);
-  syscall_route_ = per_call ? "system calls through syscalls:sys_exit_rt_sigtimedwait and "
-                              "sys_exit_read"
+  syscall_route_ = per_call ? "system calls through syscalls:sys_exit_rt_sigtimedwait, "
+                              "sys_exit_read and sys_exit_rt_sigaction"
                             : "system calls through tp_btf/sys_exit (" + why + ")";
   int error = doorbell_signals__load(skeleton_);
   if (error != 0) give_up(load_failure("loading the BPF programs", -error, messages));
@@ -110,8 +114,9 @@ bool SignalPrograms::load(const Options& options, int wait_id, int read_id, std:
   if (error != 0) give_up(load_failure("attaching the BPF programs", -error, messages));
   if (per_call) {
     const std::pair<bpf_program*, int> calls[] = {
-        {skeleton_->progs.on_exit_rt_sigtimedwait, wait_id},
-        {skeleton_->progs.on_exit_read, read_id}};
+        {skeleton_->progs.on_exit_rt_sigtimedwait, ids.wait},
+        {skeleton_->progs.on_exit_read, ids.read},
+        {skeleton_->progs.on_exit_rt_sigaction, ids.action}};
     for (const auto& [program, id] : calls) {
       const int fd = open_tracepoint_event(id);
       bpf_link* link = fd < 0 ? nullptr : bpf_program__attach_perf_event(program, fd);

@@ -94,7 +94,12 @@ class SignalPrograms {
   // Opens, loads and attaches the skeleton, on the per-call route when both
   // ids are given. Throws BpfUnavailable; returns false (everything undone,
   // `why` set) when only the per-call tracepoints could not be attached.
-  bool load(const Options& options, int wait_id, int read_id, std::string& why,
+  // The tracepoint ids of syscalls:sys_exit_{rt_sigtimedwait,read,rt_sigaction};
+  // -1: the every-call route.
+  struct SyscallEvents {
+    int wait, read, action;
+  };
+  bool load(const Options& options, const SyscallEvents& ids, std::string& why,
             const CapturedMessages& messages);
   // Frees the ring buffer, the perf links and the skeleton (any of them may
   // be absent).

@@ -85,6 +85,7 @@ const volatile __u32 only_tgid = 0; /* 0: every process */
 const volatile __u64 slow_ns = 1000000;
 const volatile __s32 nr_read = -1; /* the system call numbers of this architecture */
 const volatile __s32 nr_rt_sigtimedwait = -1;
+const volatile __s32 nr_rt_sigaction = -1;
 
 /* ------------------------------------------------------------ maps */
 
@@ -148,8 +149,12 @@ struct {
   __type(value, struct private_queue);
 } private_queues SEC(".maps");
 
+/* Not an LRU: an entry is never evicted in silence. A push that finds it
+ * full is counted (DOORBELL_LOSS_QUEUE_FULL) and its take counted as
+ * unmeasured; entries are deleted when taken, discarded or left by an exit. */
 struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __uint(max_entries, 16384);
   __type(key, struct overflow_key);
   __type(value, struct instance);
@@ -183,6 +188,9 @@ struct proc_state {
   u32 epoch;               /* state changes logged for the process's threads */
   u32 pad;
   struct shared_queue shared[DOORBELL_MAX_SIGNAL];
+  /* Thread-directed signals queued when the table of per-thread FIFOs was
+   * full: not remembered, their takes are counted as unmeasured. */
+  u32 private_lost[DOORBELL_MAX_SIGNAL];
 };
 
 struct {
@@ -400,7 +408,9 @@ static __always_inline void log_transition(struct task_struct* t, u32 kind,
  * tail and the slot need no atomic operation, and a take that pops the
  * instance runs after the lock's release (signal_deliver under the same
  * lock, the system-call exits after the dequeue), which orders the fields
- * before it. */
+ * before it. When the overflow map is full the index is used all the same:
+ * its take finds no record and counts the delay as unmeasured (POP_LOST),
+ * so no later take pairs with the wrong instance. */
 static __always_inline void push(u32* tail, struct instance* slots, u32 mask,
                                  struct overflow_key* ok, struct instance* inst) {
   u32 index = *tail;
@@ -419,19 +429,31 @@ static __always_inline void push(u32* tail, struct instance* slots, u32 mask,
   }
   ok->index = index;
   inst->seq = index + 1;
-  if (bpf_map_update_elem(&overflow, ok, inst, BPF_ANY) != 0) lose(DOORBELL_LOSS_QUEUE_FULL);
+  if (bpf_map_update_elem(&overflow, ok, inst, BPF_NOEXIST) != 0) lose(DOORBELL_LOSS_QUEUE_FULL);
 }
 
-/* Pops the oldest instance of a FIFO into *out; false when it is empty (or
- * a racing take won it, or its overflow entry was evicted). Takes from the
- * system-call exits run outside the siglock and may race each other (the
- * compare-and-swap of head) and a generate that reuses the slot (the
- * exchange that frees it comes after the reads, on every architecture). */
-static __always_inline bool pop(u32* head, u32* tail, struct instance* slots, u32 mask,
-                                struct overflow_key* ok, struct instance* out) {
-  u32 h = *head;
-  if (h == *tail) return false;
-  if (__sync_val_compare_and_swap(head, h, h + 1) != h) return false;
+#define POP_EMPTY 0  /* nothing outstanding */
+#define POP_PAIRED 1 /* *out holds the oldest instance */
+#define POP_LOST 2   /* the oldest was queued but not remembered (a full table) */
+
+/* Pops the oldest instance of a FIFO into *out. Takes from the system-call
+ * exits run outside the siglock and may race each other (the
+ * compare-and-swap of head: the loser tries the next index) and a generate
+ * that reuses the slot (the exchange that frees it comes after the reads,
+ * on every architecture). */
+static __always_inline int pop(u32* head, u32* tail, struct instance* slots, u32 mask,
+                               struct overflow_key* ok, struct instance* out) {
+  u32 h = 0;
+  bool won = false;
+  for (int attempt = 0; attempt < 4; attempt++) {
+    h = *(volatile u32*)head;
+    if (h == *(volatile u32*)tail) return POP_EMPTY;
+    if (__sync_val_compare_and_swap(head, h, h + 1) == h) {
+      won = true;
+      break;
+    }
+  }
+  if (!won) return POP_EMPTY;
   struct instance* slot = &slots[h & mask];
   if (slot->seq == h + 1) {
     out->ts = slot->ts;
@@ -442,14 +464,49 @@ static __always_inline bool pop(u32* head, u32* tail, struct instance* slots, u3
     out->holder_tid = slot->holder_tid;
     __builtin_memcpy(out->holder_comm, slot->holder_comm, DOORBELL_COMM_LEN);
     __sync_lock_test_and_set(&slot->seq, 0);
-    return true;
+    return POP_PAIRED;
   }
   ok->index = h;
   struct instance* spilled = bpf_map_lookup_elem(&overflow, ok);
-  if (!spilled) return false;
+  if (!spilled) return POP_LOST;
   *out = *spilled;
   bpf_map_delete_elem(&overflow, ok);
-  return true;
+  return POP_PAIRED;
+}
+
+struct spill_range {
+  struct overflow_key ok;
+  u32 from;
+};
+
+static long delete_spilled(u64 i, void* context) {
+  struct spill_range* r = context;
+  r->ok.index = r->from + (u32)i;
+  bpf_map_delete_elem(&overflow, &r->ok);
+  return 0;
+}
+
+/* Drops the instances of a FIFO that the kernel no longer holds, all but
+ * the newest `keep`, freeing their slots and overflow entries; returns how
+ * many. For an exit (the thread or process is gone) and a flush (sigaction
+ * to SIG_IGN, which discards what is pending). */
+static __always_inline u32 drop_fifo(u32* head, u32* tail, struct instance* slots, u32 mask,
+                                     struct overflow_key* ok, u32 keep) {
+  for (int attempt = 0; attempt < 4; attempt++) {
+    u32 h = *(volatile u32*)head, t = *(volatile u32*)tail;
+    if (t - h <= keep) return 0;
+    u32 end = t - keep;
+    if (__sync_val_compare_and_swap(head, h, end) != h) continue;
+    for (u32 k = 0; k < PRIVATE_SLOTS; k++) {
+      if (k > mask) break;
+      u32 seq = slots[k].seq;
+      if (seq && seq - 1 - h < end - h) __sync_lock_test_and_set(&slots[k].seq, 0);
+    }
+    struct spill_range r = {.ok = *ok, .from = h};
+    bpf_loop(end - h, delete_spilled, &r, 0);
+    return end - h;
+  }
+  return 0;
 }
 
 /* ------------------------------------------------------------ generate */
@@ -530,7 +587,10 @@ int BPF_PROG(on_signal_generate, int sig, struct kernel_siginfo* info, struct ta
       q = bpf_map_lookup_elem(&private_queues, &pk);
     }
     if (!q) {
+      /* The table of per-thread FIFOs is full: counted, and its take is
+       * counted as unmeasured. */
       lose(DOORBELL_LOSS_QUEUE_FULL);
+      __sync_fetch_and_add(&ps->private_lost[i], 1);
       return 0;
     }
     struct overflow_key ok = {.id = task->pid, .sig = sig, .shared = 0};
@@ -616,15 +676,45 @@ static __always_inline void split_delay(struct thread_state* ts, u64 generated, 
                 end - generated);
 }
 
-/* A signal `sig` taken by the current thread, `how`. A global function: the
- * verifier checks it once, not at each call site. */
-__noinline int take_signal(u32 sig, u32 how) {
+/* A signal `sig` taken by the current thread, `how`. `kernel_kill`: the
+ * kernel's own SIGKILL of a thread at a group exit (`sig` is then the fatal
+ * signal that caused it, if any): counted only when it pairs with a
+ * generate, never as an unpaired delivery. A global function: the verifier
+ * checks it once, not at each call site. */
+__noinline int take_signal(u32 sig, u32 how, u32 kernel_kill) {
   if (sig < 1 || sig > DOORBELL_MAX_SIGNAL) return 0;
   u64 now = bpf_ktime_get_ns();
   struct task_struct* current = bpf_get_current_task_btf();
   u32 tgid = current->tgid, tid = current->pid;
   if (only_tgid && tgid != only_tgid) return 0;
   struct task_struct* leader = current->group_leader;
+  struct proc_state* ps = leader ? bpf_task_storage_get(&procs, leader, 0, 0) : 0;
+  /* The thread's own FIFO first, as dequeue_signal() does. */
+  struct instance inst = {};
+  int got = POP_EMPTY;
+  u32 i = (sig - 1) & (DOORBELL_MAX_SIGNAL - 1);
+  if (ps) {
+    if (ps->private_outstanding > 0) {
+      struct private_key pk = {.tid = tid, .sig = sig};
+      struct private_queue* q = bpf_map_lookup_elem(&private_queues, &pk);
+      if (q) {
+        struct overflow_key ok = {.id = tid, .sig = sig, .shared = 0};
+        got = pop(&q->head, &q->tail, q->slot, PRIVATE_SLOTS - 1, &ok, &inst);
+        if (got != POP_EMPTY) __sync_fetch_and_add(&ps->private_outstanding, -1);
+      }
+    }
+    if (got == POP_EMPTY) {
+      struct overflow_key ok = {.id = tgid, .sig = sig, .shared = 1};
+      got = pop(&ps->shared[i].head, &ps->shared[i].tail, ps->shared[i].slot, 0, &ok, &inst);
+    }
+    if (got != POP_EMPTY) __sync_fetch_and_add(&ps->outstanding, -1);
+    if (got == POP_EMPTY) {
+      u32 lost = ps->private_lost[i];
+      if (lost && __sync_val_compare_and_swap(&ps->private_lost[i], lost, lost - 1) == lost)
+        got = POP_LOST;
+    }
+  }
+  if (kernel_kill && got != POP_PAIRED) return 0;
   struct doorbell_stats* s = stats_of(tgid, sig, leader);
   if (!s) return 0;
   if (how == DOORBELL_TAKE_DELIVER)
@@ -633,34 +723,14 @@ __noinline int take_signal(u32 sig, u32 how) {
     s->taken_sigwait++;
   else
     s->taken_signalfd++;
-
-  struct proc_state* ps = leader ? bpf_task_storage_get(&procs, leader, 0, 0) : 0;
-  if (!ps) {
+  if (got == POP_EMPTY) {
     s->unpaired++;
     return 0;
   }
-  /* The thread's own FIFO first, as dequeue_signal() does. */
-  struct instance inst = {};
-  bool paired = false;
-  u32 i = (sig - 1) & (DOORBELL_MAX_SIGNAL - 1);
-  if (ps->private_outstanding > 0) {
-    struct private_key pk = {.tid = tid, .sig = sig};
-    struct private_queue* q = bpf_map_lookup_elem(&private_queues, &pk);
-    if (q) {
-      struct overflow_key ok = {.id = tid, .sig = sig, .shared = 0};
-      paired = pop(&q->head, &q->tail, q->slot, PRIVATE_SLOTS - 1, &ok, &inst);
-      if (paired) __sync_fetch_and_add(&ps->private_outstanding, -1);
-    }
-  }
-  if (!paired) {
-    struct overflow_key ok = {.id = tgid, .sig = sig, .shared = 1};
-    paired = pop(&ps->shared[i].head, &ps->shared[i].tail, ps->shared[i].slot, 0, &ok, &inst);
-  }
-  if (!paired) {
-    s->unpaired++;
+  if (got == POP_LOST) {
+    s->unmeasured++;
     return 0;
   }
-  __sync_fetch_and_add(&ps->outstanding, -1);
 
   u64 delay = now > inst.ts ? now - inst.ts : 0;
   u32 bucket = delay_bucket(delay);
@@ -727,9 +797,19 @@ __noinline int take_signal(u32 sig, u32 how) {
   return 0;
 }
 
+/* A SIGKILL with no siginfo is the kernel's own kill of a thread: at a
+ * group exit (exit_group, a fatal signal: the group's exit code is then
+ * that signal's number) or an exec. Not a delivery, unless it is the take of
+ * the fatal signal (a kill -9 or a default action that kills). */
 SEC("tp_btf/signal_deliver")
 int BPF_PROG(on_signal_deliver, int sig, struct kernel_siginfo* info, struct k_sigaction* ka) {
-  take_signal(sig, DOORBELL_TAKE_DELIVER);
+  if (sig == 9 && !info) {
+    struct task_struct* current = bpf_get_current_task_btf();
+    int code = BPF_CORE_READ(current, signal, group_exit_code);
+    if (code >= 1 && code <= DOORBELL_MAX_SIGNAL) take_signal(code, DOORBELL_TAKE_DELIVER, 1);
+    return 0;
+  }
+  take_signal(sig, DOORBELL_TAKE_DELIVER, 0);
   return 0;
 }
 
@@ -766,7 +846,7 @@ static __always_inline void read_returned(u64 fd, u64 buffer, long ret) {
     if (bpf_probe_read_user(&signo, sizeof(signo),
                             (void*)(buffer + (u64)i * SIGNALFD_RECORD_SIZE)) != 0)
       break;
-    take_signal(signo, DOORBELL_TAKE_SIGNALFD);
+    take_signal(signo, DOORBELL_TAKE_SIGNALFD, 0);
   }
 }
 
@@ -792,7 +872,7 @@ struct syscall_exit {
 
 SEC("tracepoint/syscalls/sys_exit_rt_sigtimedwait")
 int on_exit_rt_sigtimedwait(struct syscall_exit* args) {
-  if (args->ret > 0) take_signal((u32)args->ret, DOORBELL_TAKE_SIGWAIT);
+  if (args->ret > 0) take_signal((u32)args->ret, DOORBELL_TAKE_SIGWAIT, 0);
   return 0;
 }
 
@@ -805,13 +885,93 @@ int on_exit_read(struct syscall_exit* args) {
   return 0;
 }
 
+static __always_inline void count_discarded(u32 tgid, u32 sig, u32 left) {
+  struct doorbell_stats_key key = {.tgid = tgid, .sig = sig};
+  struct doorbell_stats* s = bpf_map_lookup_elem(&stats, &key);
+  if (s) s->discarded += left;
+}
+
+/* How many of a FIFO's instances the kernel may still hold, from its
+ * pending set: none when the signal is not pending there; one for a
+ * standard signal (never queued twice); all for a real-time one. */
+static __always_inline u32 still_pending(unsigned long mask, u32 sig) {
+  if (!sig_in(mask, sig)) return 0;
+  return sig < 32 ? 1 : 0xffffffffu;
+}
+
+/* sigaction(sig, SIG_IGN) (or SIG_DFL where the default is to ignore)
+ * returned (a global function: verified once, not inside each caller): the kernel discarded every
+ * pending `sig` of the process, with no tracepoint. Its FIFOs are cut to what the pending sets
+ * still hold (a `sig` generated since, while blocked, stays) and the rest counted as discarded:
+ * otherwise each later take would pair with an earlier generate. Not seen: a sigwait in another
+ * thread that dequeued `sig` just before the flush and had not returned (its take is then
+ * unpaired). */
+__noinline int sigaction_returned(u64 sig, u64 act) {
+  if (sig < 1 || sig > DOORBELL_MAX_SIGNAL || !act) return 0;
+  struct task_struct* current = bpf_get_current_task_btf();
+  u32 tgid = current->tgid;
+  if (only_tgid && tgid != only_tgid) return 0;
+  u64 handler = 0;
+  if (bpf_probe_read_user(&handler, sizeof(handler), (void*)act) != 0) return 0;
+  /* SIG_IGN, or SIG_DFL of SIGCHLD, SIGCONT, SIGURG, SIGWINCH */
+  bool ignored =
+      handler == 1 || (handler == 0 && (sig == 17 || sig == 18 || sig == 23 || sig == 28));
+  if (!ignored) return 0;
+  struct task_struct* leader = current->group_leader;
+  struct proc_state* ps = leader ? bpf_task_storage_get(&procs, leader, 0, 0) : 0;
+  if (!ps || ps->outstanding <= 0) return 0;
+  u32 i = (u32)(sig - 1) & (DOORBELL_MAX_SIGNAL - 1);
+  struct signal_struct* signal = BPF_CORE_READ(current, signal);
+  unsigned long shared_mask = BPF_CORE_READ(signal, shared_pending.signal.sig[0]);
+  struct overflow_key ok = {.id = tgid, .sig = (u16)sig, .shared = 1};
+  u32 dropped = drop_fifo(&ps->shared[i].head, &ps->shared[i].tail, ps->shared[i].slot, 0, &ok,
+                          still_pending(shared_mask, (u32)sig));
+  if (dropped) {
+    count_discarded(tgid, (u32)sig, dropped);
+    __sync_fetch_and_add(&ps->outstanding, -(s64)dropped);
+  }
+  if (ps->private_outstanding <= 0) return 0;
+  /* Each thread's own FIFO of `sig`. */
+  u64 head = (u64)signal + bpf_core_field_offset(struct signal_struct, thread_head);
+  u64 node_offset = bpf_core_field_offset(struct task_struct, thread_node);
+  struct list_head* pos = BPF_CORE_READ(signal, thread_head.next);
+  for (int k = 0; k < MAX_THREADS_WALKED; k++) {
+    if ((u64)pos == head || !pos) break;
+    struct task_struct* thread = (void*)((u64)pos - node_offset);
+    struct private_key pk = {.tid = (u32)BPF_CORE_READ(thread, pid), .sig = (u32)sig};
+    struct private_queue* q = bpf_map_lookup_elem(&private_queues, &pk);
+    if (q) {
+      unsigned long mask = BPF_CORE_READ(thread, pending.signal.sig[0]);
+      struct overflow_key pok = {.id = pk.tid, .sig = (u16)sig, .shared = 0};
+      u32 n = drop_fifo(&q->head, &q->tail, q->slot, PRIVATE_SLOTS - 1, &pok,
+                        still_pending(mask, (u32)sig));
+      if (n) {
+        count_discarded(tgid, (u32)sig, n);
+        __sync_fetch_and_add(&ps->outstanding, -(s64)n);
+        __sync_fetch_and_add(&ps->private_outstanding, -(s64)n);
+      }
+    }
+    pos = BPF_CORE_READ(pos, next);
+  }
+  return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_rt_sigaction")
+int on_exit_rt_sigaction(struct syscall_exit* args) {
+  if (args->ret != 0) return 0;
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf());
+  sigaction_returned(SYSCALL_ARG1(regs), SYSCALL_ARG2(regs));
+  return 0;
+}
+
 /* Without tracefs: every system call's exit, sorted here. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs* regs, long ret) {
-  if (ret <= 0) return 0;
   long nr = SYSCALL_NR(regs);
+  if (nr == nr_rt_sigaction && ret == 0) sigaction_returned(SYSCALL_ARG1(regs), SYSCALL_ARG2(regs));
+  if (ret <= 0) return 0;
   if (nr == nr_rt_sigtimedwait)
-    take_signal((u32)ret, DOORBELL_TAKE_SIGWAIT);
+    take_signal((u32)ret, DOORBELL_TAKE_SIGWAIT, 0);
   else if (nr == nr_read)
     read_returned(SYSCALL_ARG1(regs), SYSCALL_ARG2(regs), ret);
   return 0;
@@ -861,26 +1021,20 @@ int BPF_PROG(on_sched_wakeup, struct task_struct* p) {
 
 /* ------------------------------------------------------------ exit */
 
-static __always_inline void count_discarded(u32 tgid, u32 sig, u32 left) {
-  struct doorbell_stats_key key = {.tgid = tgid, .sig = sig};
-  struct doorbell_stats* s = bpf_map_lookup_elem(&stats, &key);
-  if (s) s->discarded += left;
-}
-
-/* Queued signals never taken: counted as discarded. The process's shared
- * FIFOs go with its leader's task storage; private ones are deleted here;
- * spilled instances age out of the LRU map. */
+/* Queued signals never taken: counted as discarded. A thread's own FIFOs
+ * are deleted with it (whether or not anything is left in them: a table of
+ * FIFOs of dead threads would fill); the process's shared FIFOs go with its
+ * leader's task storage, their spilled instances deleted here. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_sched_process_exit, struct task_struct* p) {
   u32 tgid = p->tgid;
   if (only_tgid && tgid != only_tgid) return 0;
-  struct task_struct* leader = p->group_leader;
-  struct proc_state* ps = leader ? bpf_task_storage_get(&procs, leader, 0, 0) : 0;
-  if (!ps || ps->outstanding <= 0) return 0;
   struct thread_state* ts = bpf_task_storage_get(&threads, p, 0, 0);
   u64 private_mask = ts ? ts->private_queues : 0;
+  struct task_struct* leader = p->group_leader;
+  struct proc_state* ps = leader ? bpf_task_storage_get(&procs, leader, 0, 0) : 0;
   /* The last thread out: live is decremented before this tracepoint. */
-  bool group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+  bool group_dead = ps && ps->outstanding > 0 && BPF_CORE_READ(p, signal, live.counter) == 0;
   if (!private_mask && !group_dead) return 0;
   for (int sig = 1; sig <= DOORBELL_MAX_SIGNAL; sig++) {
     u32 i = (u32)(sig - 1) & (DOORBELL_MAX_SIGNAL - 1);
@@ -888,17 +1042,21 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* p) {
       struct private_key pk = {.tid = p->pid, .sig = sig};
       struct private_queue* q = bpf_map_lookup_elem(&private_queues, &pk);
       if (q) {
-        u32 left = q->tail - q->head;
+        struct overflow_key ok = {.id = p->pid, .sig = sig, .shared = 0};
+        u32 left = drop_fifo(&q->head, &q->tail, q->slot, PRIVATE_SLOTS - 1, &ok, 0);
         if (left) {
           count_discarded(tgid, sig, left);
-          __sync_fetch_and_add(&ps->private_outstanding, -(s64)left);
-          __sync_fetch_and_add(&ps->outstanding, -(s64)left);
+          if (ps) {
+            __sync_fetch_and_add(&ps->private_outstanding, -(s64)left);
+            __sync_fetch_and_add(&ps->outstanding, -(s64)left);
+          }
         }
         bpf_map_delete_elem(&private_queues, &pk);
       }
     }
-    if (group_dead) {
-      u32 left = ps->shared[i].tail - ps->shared[i].head;
+    if (group_dead && ps) {
+      struct overflow_key ok = {.id = tgid, .sig = sig, .shared = 1};
+      u32 left = drop_fifo(&ps->shared[i].head, &ps->shared[i].tail, ps->shared[i].slot, 0, &ok, 0);
       if (left) count_discarded(tgid, sig, left);
     }
   }

@@ -37,13 +37,16 @@ enum doorbell_take {
   DOORBELL_TAKE_SIGNALFD = 2, /* a read of a signalfd returned it */
 };
 
-/* Counters of events the programs could not account (never silent). All
- * but the last lose a count or a pairing: user space reports their sum as
- * lost events. The last loses only a state change of the cause log (a
- * delay's split may be off; no count is). */
+/* Counters of what the programs could not account (never silent). Only
+ * STATS_FULL and SIGNALFD_READ lose events (a generate or a take not
+ * counted): user space reports their sum as lost events. QUEUE_FULL and
+ * STORAGE lose the memory of a queued signal: its take is counted, its delay
+ * not measured (per signal: doorbell_stats.unmeasured). SLOW_DROPPED loses a
+ * slow-delivery line (its counts and delay are kept). STATE_LOG loses a
+ * state change of the cause log (a delay's split may be off; no count is). */
 enum doorbell_loss {
   DOORBELL_LOSS_STATS_FULL = 0,    /* no room for a new (process, signal) entry */
-  DOORBELL_LOSS_QUEUE_FULL = 1,    /* no room to remember a queued signal: its take is unpaired */
+  DOORBELL_LOSS_QUEUE_FULL = 1,    /* no room to remember a queued signal: its delay unmeasured */
   DOORBELL_LOSS_SLOW_DROPPED = 2,  /* the slow-delivery ring buffer was full */
   DOORBELL_LOSS_STORAGE = 3,       /* no per-process or per-thread state for a queued signal */
   DOORBELL_LOSS_SIGNALFD_READ = 4, /* signalfd records beyond the 64 read per read(2) */
@@ -77,7 +80,9 @@ struct doorbell_stats {
   __u64 taken_sigwait;  /* taken by rt_sigtimedwait */
   __u64 taken_signalfd; /* taken by a read of a signalfd */
   __u64 unpaired;       /* takes with no generate seen (sent before tracing began) */
-  __u64 discarded;      /* queued, never taken: its thread or process exited first */
+  __u64 discarded;      /* queued, never taken: its thread or process exited first, or it
+                           was flushed (sigaction to SIG_IGN while pending) */
+  __u64 unmeasured;     /* taken, but its generate was not remembered (a table was full) */
   __u64 delay_sum_ns;   /* generate -> take, paired takes only */
   __u64 delay_max_ns;   /* of this CPU's takes: user space takes the largest */
   __u64 delay_buckets[DOORBELL_DELAY_BUCKETS];
