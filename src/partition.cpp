@@ -1006,6 +1006,13 @@ Scheduler::~Scheduler() {
 }
 
 RunReport Scheduler::run(const RunOptions& options) {
+  if (options.fifo_priority < 0 || options.fifo_priority > 99)
+    throw std::invalid_argument("Scheduler::run: RunOptions::fifo_priority must be 0..99, got " +
+                                std::to_string(options.fifo_priority));
+  if (options.start_delay_ns < 0)
+    throw std::invalid_argument(
+        "Scheduler::run: RunOptions::start_delay_ns must not be negative, got " +
+        std::to_string(options.start_delay_ns));
   Run run(schedule_, options, stop_fd_);
   return run.execute();
 }
