@@ -139,8 +139,10 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
     pidfd = sys::pidfd_open(pid).release();
   } catch (const std::system_error& e) {
     if (e.code().value() != ENOSYS) {
-      sys::kill(pid, SIGKILL);
-      sys::reap(-1, pid);
+      // Killed and reaped as the destructor does it: a kill the kernel
+      // refuses leaves the child running with a warning, never a wait for
+      // it to end by itself.
+      { ChildProcess doomed(pid, -1); }
       throw;
     }
   }

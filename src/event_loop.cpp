@@ -144,7 +144,8 @@ void EventLoop::add(int fd, uint32_t events, Callback callback) {
                                 "EventLoop::add: fd " + std::to_string(fd) + " is not open");
       }
       // EPERM: the number names a file epoll cannot watch, so another file.
-      if (error != EPERM) sys::throw_errno(error, "EventLoop::add: epoll_ctl(ADD)");
+      if (error != EPERM)
+        sys::throw_errno(error, "EventLoop::add: epoll_ctl(ADD) of fd " + std::to_string(fd));
     } else {
       // The number names another file, which the probe registered: undo.
       sys::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
@@ -160,7 +161,7 @@ void EventLoop::add(int fd, uint32_t events, Callback callback) {
     if (error == EBADF)
       throw std::system_error(EBADF, std::generic_category(),
                               "EventLoop::add: fd " + std::to_string(fd) + " is not open");
-    sys::throw_errno(error, "EventLoop::add: epoll_ctl(ADD)");
+    sys::throw_errno(error, "EventLoop::add: epoll_ctl(ADD) of fd " + std::to_string(fd));
   }
   by_serial_.emplace(registration->serial, registration);
   by_fd_.emplace(fd, std::move(registration));

@@ -63,6 +63,20 @@ constexpr int64_t kVerifyRoomNs = 1'000'000;
 // How long the end of a run waits for the last suspension to be measured.
 constexpr int64_t kFinalStopWaitNs = 200'000'000;
 
+// a + b, and a * b, clamped to the int64_t range instead of overflowing: a
+// start delay or a handover past the clock's range is a deadline that never
+// comes (the run then ends by request_stop()).
+int64_t add_saturated(int64_t a, int64_t b) noexcept {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return sum;
+}
+int64_t mul_saturated(int64_t a, int64_t b) noexcept {
+  int64_t product;
+  if (__builtin_mul_overflow(a, b, &product)) return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+  return product;
+}
+
 int64_t now_ns() noexcept {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -817,9 +831,9 @@ bool Run::wait_until(int64_t deadline_ns, int64_t spin_ns) {
   // is late by what the kernel (and, in a VM, the host) takes to deliver the
   // interrupt and run us: tens to hundreds of microseconds. A deadline
   // already passed is not armed at all: arming one costs that same delay.
-  const int64_t wake_at = deadline_ns - spin_ns;
+  const int64_t wake_at = add_saturated(deadline_ns, -spin_ns);  // spin_ns >= 0
   // The /proc checks of the stops noticed meanwhile, when there is time.
-  if (wake_at - now_ns() > kVerifyRoomNs) verify_stops();
+  if (wake_at > add_saturated(now_ns(), kVerifyRoomNs)) verify_stops();
   if (now_ns() < wake_at) {
     itimerspec spec{};
     spec.it_value = to_timespec(wake_at);
@@ -870,13 +884,13 @@ RunReport Run::execute() {
       guardian_.watch_directory(d.dir_fd, d.name);
   }
   for (Partition& p : partitions_) start_up(p);
-  const int64_t start = now_ns() + options_.start_delay_ns;
+  const int64_t start = add_saturated(now_ns(), options_.start_delay_ns);
   report_.start_ns = start;
   const int64_t spin = report_.boundary_spin_ns;
   bool go_on = true;
   for (int64_t f = 0; f < frames && go_on; ++f) {
     for (const auto& [offset, instant] : instants) {
-      const int64_t at = start + f * frame + offset;
+      const int64_t at = add_saturated(add_saturated(start, mul_saturated(f, frame)), offset);
       if (instant.stop >= 0) {
         // Stop lead: suspend early by what this partition's recent stops
         // took (at most half the window, so no earlier boundary is passed).
@@ -900,7 +914,7 @@ RunReport Run::execute() {
         Partition& p = partitions_[w.partition_index];
         // Handover: resume the incoming partition once every other partition
         // is stopped, or at the latest max_handover_ns after the boundary.
-        if (!wait_for_stops(p, at + report_.max_handover_ns)) {
+        if (!wait_for_stops(p, add_saturated(at, report_.max_handover_ns))) {
           go_on = false;
           break;
         }
@@ -1020,6 +1034,13 @@ Scheduler::~Scheduler() {
 }
 
 RunReport Scheduler::run(const RunOptions& options) {
+  if (options.fifo_priority < 0 || options.fifo_priority > 99)
+    throw std::invalid_argument("Scheduler::run: RunOptions::fifo_priority must be 0..99, got " +
+                                std::to_string(options.fifo_priority));
+  if (options.start_delay_ns < 0)
+    throw std::invalid_argument(
+        "Scheduler::run: RunOptions::start_delay_ns must not be negative, got " +
+        std::to_string(options.start_delay_ns));
   Run run(schedule_, options, stop_fd_);
   return run.execute();
 }

@@ -28,6 +28,14 @@ std::string format_ms(int64_t ns) {
   return text;
 }
 
+// a + b in ms, without the overflow a + b may have as int64_t.
+std::string format_ms_sum(int64_t a, int64_t b) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.6g ms",
+                (static_cast<double>(a) + static_cast<double>(b)) / 1e6);
+  return text;
+}
+
 // Nearest-rank percentile of a sorted vector.
 double percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
@@ -111,7 +119,8 @@ void validate(Schedule& schedule) {
           w.line, "window offset must not be negative (got " + format_ms(w.offset_ns) + ")");
     if (w.offset_ns > schedule.major_frame_ns - w.duration_ns)
       throw ScheduleError(w.line, "window [" + format_ms(w.offset_ns) + ", " +
-                                      format_ms(w.offset_ns + w.duration_ns) +
+                                      // (as a double: the sum may not fit)
+                                      format_ms_sum(w.offset_ns, w.duration_ns) +
                                       ") ends past the end of the major frame (" +
                                       format_ms(schedule.major_frame_ns) + ")");
   }

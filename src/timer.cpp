@@ -44,7 +44,8 @@ void Timer::arm_once(std::chrono::nanoseconds delay) {
 void Timer::arm_periodic(std::chrono::nanoseconds period, std::chrono::nanoseconds first) {
   if (period.count() <= 0)
     throw std::invalid_argument("Timer::arm_periodic: period must be positive");
-  if (first.count() < 0) throw std::invalid_argument("Timer::arm_periodic: first must be positive");
+  if (first.count() < 0)
+    throw std::invalid_argument("Timer::arm_periodic: first must not be negative");
   if (first.count() == 0) first = period;
   settime(fd_, to_timespec(first), to_timespec(period));
 }

@@ -74,6 +74,7 @@
 #include "doorbell/thread_broadcast.h"
 #include "doorbell/timer.h"
 #include "sys/fault.h"
+#include "sys/fault_sweep.h"
 #include "tests/support/cgroup_probe.h"
 #include "tests/support/threads.h"
 
@@ -113,6 +114,12 @@ class Window {
   fault::Call call = fault::Call::count_;
   uint32_t nth = 0;
   int error = 0;
+  // A double fault: once the first call failed, the second_nth call of
+  // second_call counted from there fails too (fault_sweep.h).
+  bool double_fault = false;
+  fault::Call second_call = fault::Call::count_;
+  uint32_t second_nth = 0;
+  int second_error = 0;
   bool ran = false;
   int outcome = 0;  // 0 returned, 1 std::system_error, 2 another exception
   int code = 0;
@@ -124,6 +131,8 @@ void Window::run(const std::function<void()>& fn) {
   ran = true;
   if (counting)
     fault::count_calls();
+  else if (double_fault)
+    fault::fail_nth_call_then(call, nth, error, second_call, second_nth, second_error);
   else
     fault::fail_nth_call(call, nth, error);
   try {
@@ -339,9 +348,12 @@ std::vector<std::string> compare(const Snapshot& before, const Snapshot& after) 
   out << "slept " << injection.slept_ns << "\n";
   out << "retried " << injection.retried << "\n";
   out << "retry_timeout " << injection.retry_timeout_ns << "\n";
+  out << "second_fired " << fault::second_injection().fired << "\n";
   for (std::size_t k = 0; k < fault::kCalls; ++k) {
     const auto call = static_cast<fault::Call>(k);
     if (const uint32_t n = fault::calls(call)) out << "count " << k << " " << n << "\n";
+    if (const uint32_t n = fault::calls_after_injection(call))
+      out << "after " << k << " " << n << "\n";
   }
   fault::Site sites[fault::kMaxSites];
   const std::size_t n = fault::sites(sites, fault::kMaxSites);
@@ -369,6 +381,7 @@ struct CaseResult {
   std::string err;  // the child's stderr
   std::map<std::string, std::string> values;
   std::map<std::size_t, uint32_t> counts;
+  std::map<std::size_t, uint32_t> after;  // calls made after the injection fired
   std::set<std::string> sites;
   std::vector<std::string> problems;
   std::string get(const std::string& key) const {
@@ -456,12 +469,18 @@ CaseResult run_one(const Operation& op, const Window& plan) {
   clean_up_after(pid, op.cgroups);
   // The injection's own line on stderr names the site, also when the case
   // died before it could report.
-  if (const auto at = result.err.find("doorbell-fault: "); at != std::string::npos) {
+  // A double fault's second failure writes a second line.
+  std::size_t from = 0;
+  for (const char* key : {"", "second_"}) {
+    const auto at = result.err.find("doorbell-fault: ", from);
+    if (at == std::string::npos) break;
     const auto end = result.err.find('\n', at);
     const std::string line = result.err.substr(at, end - at);
     if (const auto site = line.rfind(" at "); site != std::string::npos)
-      result.values["site"] = line.substr(site + 4);
-    result.values["declared"] = line.find("(declared impossible)") != std::string::npos ? "1" : "0";
+      result.values[std::string(key) + "site"] = line.substr(site + 4);
+    result.values[std::string(key) + "declared"] =
+        line.find("(declared impossible)") != std::string::npos ? "1" : "0";
+    from = end == std::string::npos ? result.err.size() : end;
   }
   std::istringstream lines(text);
   std::string line;
@@ -469,12 +488,12 @@ CaseResult run_one(const Operation& op, const Window& plan) {
     const auto space = line.find(' ');
     const std::string key = line.substr(0, space);
     const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
-    if (key == "count") {
+    if (key == "count" || key == "after") {
       std::istringstream v(value);
       std::size_t kind = 0;
       uint32_t n = 0;
       v >> kind >> n;
-      result.counts[kind] = n;
+      (key == "count" ? result.counts : result.after)[kind] = n;
     } else if (key == "at") {
       result.sites.insert(value);
     } else if (key == "problem") {
@@ -506,13 +525,48 @@ std::string judge(const Operation& op, const Window& plan, const CaseResult& r) 
     return nl == std::string::npos ? e : e.substr(nl + 1);
   }();
   if (r.hung) return "hung: killed by the " + std::to_string(op.deadline.count()) + " ms watchdog";
-  const bool possible = fault::kernel_can_return(plan.call, plan.error);
+  // The failures that happened: the first, and a double fault's second.
+  struct Failed {
+    fault::Call call;
+    int error;
+    bool possible;  // the kernel can return it there: it must be handled
+  };
+  std::vector<Failed> failed;
+  const bool fired = r.get("fired") == "1";
+  if (!plan.counting && fired) {
+    const bool declared = r.get("declared") == "1";
+    failed.push_back(
+        {plan.call, plan.error, fault::kernel_can_return(plan.call, plan.error) && !declared});
+  }
+  if (plan.double_fault && r.get("second_fired") == "1") {
+    const bool declared = r.get("second_declared") == "1";
+    failed.push_back({plan.second_call, plan.second_error,
+                      fault::kernel_can_return(plan.second_call, plan.second_error) && !declared});
+  }
+  bool any_impossible = false;
+  // An error that says a live object is gone (a /proc file of a thread that
+  // exited, ENOENT of a path that is there): the library may rightly take
+  // it at its word and refuse what follows with another clear exception.
+  bool any_gone = false;
+  for (const Failed& f : failed) {
+    any_impossible = any_impossible || !f.possible;
+    any_gone = any_gone || f.error == ENOENT || f.error == ESRCH || f.error == ECHILD;
+  }
   if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0 || r.get("ran") != "1") {
     const bool fatal = WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT &&
                        r.err.find("doorbell: fatal") != std::string::npos;
     // "Cannot happen": the documented abort, for an errno the kernel cannot
     // return there, or one the site's protocol rules out (ImpossibleHere).
-    if (fatal && !plan.counting && (!possible || r.get("declared") == "1")) return "";
+    // (A case that died has no report: its stderr says what fired.)
+    if (fatal && !plan.counting) {
+      const bool first_impossible =
+          !fault::kernel_can_return(plan.call, plan.error) || r.get("declared") == "1";
+      const bool second_impossible =
+          plan.double_fault && !r.get("second_site").empty() &&
+          (!fault::kernel_can_return(plan.second_call, plan.second_error) ||
+           r.get("second_declared") == "1");
+      if (first_impossible || second_impossible) return "";
+    }
     if (fatal) return "aborted (sys::fatal) on an error the kernel can return: " + last_err_line;
     return describe_status(r.status) + (last_err_line.empty() ? "" : ": " + last_err_line);
   }
@@ -521,38 +575,62 @@ std::string judge(const Operation& op, const Window& plan, const CaseResult& r) 
     verdict += (verdict.empty() ? "" : "; ") + text;
   };
   const int outcome = static_cast<int>(r.number("outcome"));
-  const bool fired = r.get("fired") == "1";
   for (const std::string& p : r.problems) {
-    // The failed call was the one that would have put the mask (or the
-    // disposition) back, and the operation said so: that state is the
-    // reported failure itself, not something left behind unreported.
-    const bool reported_state =
-        fired && outcome == 1 &&
-        ((plan.call == fault::Call::sigprocmask && p.rfind("signal mask changed", 0) == 0) ||
-         (plan.call == fault::Call::sigaction && p.rfind("disposition of", 0) == 0) ||
-         (plan.call == fault::Call::rmdir && p.rfind("cgroup left behind", 0) == 0));
-    // The same from a destructor, which reports on stderr.
-    const bool warned = plan.call == fault::Call::rmdir && p.rfind("cgroup left behind", 0) == 0 &&
-                        r.err.find("doorbell: warning: rmdir") != std::string::npos;
-    if (warned) continue;
-    if (!reported_state) add(p);
+    bool excused = false;
+    for (const Failed& f : failed) {
+      // The failed call was the one that would have put the mask (or the
+      // disposition) back, and the operation said so: that state is the
+      // reported failure itself, not something left behind unreported.
+      excused = excused ||
+                (outcome == 1 &&
+                 ((f.call == fault::Call::sigprocmask && p.rfind("signal mask changed", 0) == 0) ||
+                  (f.call == fault::Call::sigaction && p.rfind("disposition of", 0) == 0) ||
+                  (f.call == fault::Call::rmdir && p.rfind("cgroup left behind", 0) == 0)));
+      // The same from a destructor, which reports on stderr.
+      excused = excused || (f.call == fault::Call::rmdir && p.rfind("cgroup left behind", 0) == 0 &&
+                            r.err.find("doorbell: warning: rmdir") != std::string::npos);
+      // An error that says the object is gone already (removed, reaped by
+      // someone else): the library rightly lets go of it, and what the
+      // injection left behind is the injection's.
+      excused = excused ||
+                (f.call == fault::Call::rmdir && f.error == ENOENT &&
+                 p.rfind("cgroup left behind", 0) == 0) ||
+                ((f.call == fault::Call::waitid || f.call == fault::Call::waitpid) &&
+                 f.error == ECHILD && p.rfind("child process left behind", 0) == 0);
+      // A child the kernel does not let us kill is left running, with a
+      // warning (child_process.h).
+      excused = excused ||
+                (p.rfind("child process left behind", 0) == 0 &&
+                 r.err.find("doorbell: warning: ChildProcess: cannot kill") != std::string::npos);
+    }
+    if (!excused) add(p);
   }
   if (plan.counting || !fired) {
     if (outcome != 0) add("failed without an injected error: " + r.get("what"));
     return verdict;
   }
-  if (outcome == 2) add("threw a non-system_error exception: " + r.get("what"));
+  // An error the kernel cannot return there: any clear report will do.
+  if (outcome == 2 && !any_impossible && !any_gone)
+    add("threw a non-system_error exception: " + r.get("what"));
   if (outcome == 1) {
     const int code = static_cast<int>(r.number("code"));
+    // The freezer reports a missing directory or file as "no freezer"
+    // (ENOTSUP, the reason in the message: cgroup_freezer.h).
+    bool named = any_impossible || (op.cgroups && any_gone && code == ENOTSUP);
+    for (const Failed& f : failed)
+      named = named || code == f.error ||
+              r.get("what").find(std::strerror(f.error)) != std::string::npos;
+    bool eintr_surfaced = false;
+    for (const Failed& f : failed)
+      eintr_surfaced = eintr_surfaced || (f.error == EINTR && f.possible && code == EINTR);
     if (!op.throws) {
       add("threw std::system_error (" + r.get("what") + ") where the header says it does not");
-    } else if (plan.error == EINTR && possible) {
+    } else if (eintr_surfaced) {
       add("EINTR was not retried: " + r.get("what"));
-    } else if (possible && code != plan.error &&
-               r.get("what").find(std::strerror(plan.error)) == std::string::npos) {
-      // (For an errno the kernel cannot return there, any report will do.)
+    } else if (!named) {
       add("reported " + errno_name(code) + " (" + r.get("what") + ") for an injected " +
-          errno_name(plan.error));
+          errno_name(plan.error) +
+          (plan.double_fault ? " then " + errno_name(plan.second_error) : std::string()));
     }
   }
   // A timed wait interrupted by EINTR is retried with the time left.
@@ -585,13 +663,77 @@ std::vector<uint32_t> sample(uint32_t count, unsigned most) {
   return nths;
 }
 
-std::vector<int> errnos_for(fault::Call call) {
+// The errnos of the cases of one kind's sampled Nth call (sample `sample` of
+// `samples`): at every one, EINTR, EAGAIN, ENOMEM and EMFILE, and every errno
+// the kernel can return for the call (fault::kernel_can_return); each other
+// errno of its manual page (fault::manual_errnos) at one sampled Nth only,
+// in turn (the jth of them at sample j mod samples): every errno of the
+// table gets a case per kind and operation without multiplying the cases.
+//
+// Slow operations (the partition runs, max_nths < 6) get, beyond the first
+// four and EPERM/ESRCH where the kernel can return them, one other errno of
+// the manual page per sampled call, in turn across kinds (the kth kind's ith
+// sample takes the (k * samples + i)th, wrapping).
+std::vector<int> errnos_for(fault::Call call, std::size_t sample, std::size_t samples, bool slow) {
   std::vector<int> errnos;
-  for (const int e : fault::kSweepErrnos) {
-    const bool always = e == EINTR || e == EAGAIN || e == ENOMEM || e == EMFILE;
-    if (always || fault::kernel_can_return(call, e)) errnos.push_back(e);
+  const auto has = [&errnos](int e) {
+    return std::find(errnos.begin(), errnos.end(), e) != errnos.end();
+  };
+  for (const int e : {EINTR, EAGAIN, ENOMEM, EMFILE}) errnos.push_back(e);
+  for (const int e : fault::kSweepErrnos)
+    if (fault::kernel_can_return(call, e) && !has(e)) errnos.push_back(e);
+  std::vector<int> rest;
+  for (const int e : fault::manual_errnos(call)) {
+    if (has(e)) continue;
+    if (fault::kernel_can_return(call, e) && !slow)
+      errnos.push_back(e);
+    else
+      rest.push_back(e);
+  }
+  if (slow) {
+    if (!rest.empty())
+      errnos.push_back(rest[(static_cast<std::size_t>(call) * samples + sample) % rest.size()]);
+  } else {
+    for (std::size_t j = 0; j < rest.size(); ++j)
+      if (j % samples == sample) errnos.push_back(rest[j]);
   }
   return errnos;
+}
+
+// The kinds of call an error path makes to clean up: a double fault fails
+// these first.
+bool cleanup_call(fault::Call call) {
+  switch (call) {
+    case fault::Call::close:
+    case fault::Call::close_range:
+    case fault::Call::epoll_ctl:
+    case fault::Call::sigaction:
+    case fault::Call::sigprocmask:
+    case fault::Call::rmdir:
+    case fault::Call::write:
+    case fault::Call::pwrite:
+    case fault::Call::kill:
+    case fault::Call::pidfd_send_signal:
+    case fault::Call::waitid:
+    case fault::Call::waitpid:
+    case fault::Call::futex_wake:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The errno of a double fault's second failure: the first its manual page
+// lists that the kernel can return there, EINTR last (it is retried and says
+// less); without one, the first of the list (a "cannot happen").
+int second_errno(fault::Call call) {
+  const auto errnos = fault::manual_errnos(call);
+  for (const int e : errnos)
+    if (e != EINTR && fault::kernel_can_return(call, e)) return e;
+  if (fault::kernel_can_return(call, EINTR)) return EINTR;
+  for (const int e : errnos)
+    if (e != EINTR) return e;
+  return EINTR;
 }
 
 void sweep(const Operation& op) {
@@ -610,10 +752,15 @@ void sweep(const Operation& op) {
   double slowest_seconds = 0;
   std::string slowest;
   std::vector<std::string> failures;
+  // A case per failed site whose error path made calls: the double faults'
+  // first failure.
+  std::map<std::string, std::pair<Window, std::map<std::size_t, uint32_t>>> error_paths;
   for (const auto& [kind, count] : base.counts) {
     const auto call = static_cast<fault::Call>(kind);
-    for (const uint32_t nth : sample(count, op.max_nths)) {
-      for (const int error : errnos_for(call)) {
+    const std::vector<uint32_t> nths = sample(count, op.max_nths);
+    for (std::size_t i = 0; i < nths.size(); ++i) {
+      const uint32_t nth = nths[i];
+      for (const int error : errnos_for(call, i, nths.size(), op.max_nths < 6)) {
         Window plan;
         plan.counting = false;
         plan.call = call;
@@ -637,6 +784,41 @@ void sweep(const Operation& op) {
           ++failed;
           failures.push_back(std::string(fault::call_name(call)) + " #" + std::to_string(nth) +
                              " " + errno_name(error) + " at " + r.get("site") + ": " + verdict);
+        } else if (r.get("fired") == "1" && !r.after.empty() && error != EINTR) {
+          error_paths.emplace(r.get("site"), std::make_pair(plan, r.after));
+        }
+      }
+    }
+  }
+  // Double faults: for each failed site whose error path made calls, fail
+  // the last call of each kind that path made (clean-up kinds first) with
+  // second_errno(); at most max_doubles cases per operation, the sites in
+  // order (a deterministic sample).
+  const std::size_t max_doubles = op.max_nths >= 6 ? 40 : 10;
+  std::size_t doubles = 0, doubles_fired = 0;
+  for (const bool cleanup_first : {true, false}) {
+    for (const auto& [site, path] : error_paths) {
+      for (const auto& [kind, count] : path.second) {
+        const auto second = static_cast<fault::Call>(kind);
+        if (cleanup_call(second) != cleanup_first || doubles >= max_doubles) continue;
+        Window plan = path.first;
+        plan.double_fault = true;
+        plan.second_call = second;
+        plan.second_nth = count;
+        plan.second_error = second_errno(second);
+        const CaseResult r = run_one(op, plan);
+        ++cases;
+        ++doubles;
+        if (r.get("second_fired") == "1") ++doubles_fired;
+        for (const std::string& s : r.sites) sites.insert(s);
+        const std::string verdict = judge(op, plan, r);
+        if (!verdict.empty()) {
+          ++failed;
+          failures.push_back(std::string(fault::call_name(plan.call)) + " #" +
+                             std::to_string(plan.nth) + " " + errno_name(plan.error) + " at " +
+                             site + ", then " + fault::call_name(second) + " #" +
+                             std::to_string(count) + " after it " + errno_name(plan.second_error) +
+                             " at " + r.get("second_site") + ": " + verdict);
         }
       }
     }
@@ -645,7 +827,8 @@ void sweep(const Operation& op) {
   std::ostringstream summary;
   summary << "FaultInjection." << op.name << ": " << base.counts.size() << " call kinds, "
           << sites.size() << " call sites, " << errnos_used.size() << " errnos, " << cases
-          << " cases (" << fired << " fired), " << failed << " failed, " << seconds
+          << " cases (" << fired << " fired; " << doubles << " double faults, " << doubles_fired
+          << " of whose second failures fired), " << failed << " failed, " << seconds
           << " s (slowest case " << slowest << ": " << slowest_seconds << " s)";
   std::printf("%s\n", summary.str().c_str());
   std::error_code ignored;

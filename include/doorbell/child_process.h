@@ -59,7 +59,8 @@ struct ExitStatus {
 struct SpawnOptions {
   // The environment, "NAME=value" each; nullopt inherits ours.
   std::optional<std::vector<std::string>> environment;
-  // Descriptors for the child's stdin/stdout/stderr; -1 inherits ours.
+  // Descriptors for the child's stdin/stdout/stderr; -1 (any negative)
+  // inherits ours.
   // Each names one of OUR (the caller's) descriptors at the time of
   // spawn(), and the child gets exactly those, as if the three dup2s
   // happened at once: with stdout_fd = a pipe and stderr_fd = 1 the child's

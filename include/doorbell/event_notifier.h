@@ -87,8 +87,8 @@ class EventNotifier {
   bool consume(bool fd_readable = true) noexcept;
 
   // Convenience for a consumer with nothing else to poll: sleeps in poll(2)
-  // on fd() until a notification is pending or timeout_ms passes (-1: no
-  // limit). Returns consume()'s result. Retries EINTR with the time left
+  // on fd() until a notification is pending or timeout_ms passes (-1, or
+  // any negative: no limit). Returns consume()'s result. Retries EINTR with the time left
   // until the deadline (now + timeout_ms at the call), and sleeps on after a
   // stale readiness (see "Spurious readiness") until that deadline.
   bool wait(int timeout_ms = -1) noexcept;

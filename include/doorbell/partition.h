@@ -288,15 +288,21 @@ class WindowObserver {
 struct RunOptions {
   std::optional<int64_t> frames;       // stop after this many major frames
   std::optional<int64_t> duration_ns;  // or after this long (whole frames)
-  int fifo_priority = 80;              // 0: do not ask for SCHED_FIFO
-  bool verify_stopped = true;          // sigstop methods: check /proc 'T' states
-  int64_t start_delay_ns = 2'000'000;  // from set-up done to the first frame
+  // 1..99: SCHED_FIFO at that priority; 0: do not ask for SCHED_FIFO.
+  // run() refuses anything else (std::invalid_argument).
+  int fifo_priority = 80;
+  bool verify_stopped = true;  // sigstop methods: check /proc 'T' states
+  // From set-up done to the first frame; >= 0 (run() refuses a negative
+  // one). A delay past the clock's range waits until request_stop().
+  int64_t start_delay_ns = 2'000'000;
   // The scheduler sleeps until this long before each boundary and spins the
-  // rest on its CPU (see "Boundaries"); 0: sleep until the boundary.
+  // rest on its CPU (see "Boundaries"); 0 (or negative): sleep until the
+  // boundary.
   int64_t boundary_spin_ns = 200'000;
   // At a boundary where one window ends and another begins, the incoming
   // partition is resumed once the outgoing one is stopped, or this long
-  // after the boundary at the latest (see "Handover"); 0: at once.
+  // after the boundary at the latest (see "Handover"); 0 (or negative): at
+  // once; past the clock's range: once the outgoing one is stopped.
   int64_t max_handover_ns = 1'000'000;
   // A measurement source (not owned; may be null). See WindowObserver.
   WindowObserver* observer = nullptr;
@@ -438,6 +444,8 @@ class Scheduler {
   const Schedule& schedule() const noexcept { return schedule_; }
 
   // Starts the guardian and the partitions (suspended) and runs the frames.
+  // Throws std::invalid_argument, before anything starts, for a
+  // RunOptions::fifo_priority outside 0..99 or a negative start_delay_ns.
   // On return every partition was handled as on_scheduler_exit says (killed
   // and reaped, or resumed and released), every cgroup removed, and the
   // calling thread's mask and policy restored. Throws

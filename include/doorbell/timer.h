@@ -34,10 +34,12 @@ class Timer {
   // std::system_error when timerfd_settime(2) fails. Re-arming replaces the
   // previous setting; unread expirations of the previous setting are lost
   // (timerfd_settime resets the count).
+  // Any positive delay is accepted.
   void arm_once(std::chrono::nanoseconds delay);
 
-  // Fires every `period`, first after `first` (default: one period). Throws
-  // std::invalid_argument when period <= 0 or first <= 0.
+  // Fires every `period`, first after `first` (0, the default: one period).
+  // Throws std::invalid_argument when period <= 0 or first < 0. Any positive
+  // duration is accepted (nanoseconds::max() is about 292 years).
   void arm_periodic(std::chrono::nanoseconds period, std::chrono::nanoseconds first = {});
 
   // Stops the timer; unread expirations are discarded.

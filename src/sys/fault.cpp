@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sys/fault_sweep.h"
+
 namespace doorbell::sys::fault {
 
 std::atomic<bool> g_armed{false};
@@ -31,6 +33,16 @@ std::atomic<int64_t> g_slept_ns{0};
 std::atomic<bool> g_retried{false};
 std::atomic<int64_t> g_retry_timeout_ns{-1};
 std::atomic<bool> g_declared{false};
+// The second failure (fault_sweep.h): counted among the calls made after
+// the first one fired.
+std::atomic<uint32_t> g_after_counts[kCalls];
+std::atomic<int> g_second_call{kNoPlan};
+std::atomic<uint32_t> g_second_nth{0};
+std::atomic<int> g_second_error{0};
+std::atomic<bool> g_second_fired{false};
+std::atomic<const char*> g_second_file{nullptr};
+std::atomic<unsigned> g_second_line{0};
+std::atomic<bool> g_second_declared{false};
 
 struct SiteSlot {
   std::atomic<const char*> file{nullptr};
@@ -115,7 +127,20 @@ int decide(Call call, int64_t timeout_ns, const std::source_location& where, boo
     // The call after the injected one, from the same site: a retry.
     if (timed && same_site(where) && !g_retried.exchange(true, std::memory_order_acq_rel))
       g_retry_timeout_ns.store(timeout_ns, std::memory_order_relaxed);
-    return 0;
+    const uint32_t after =
+        g_after_counts[static_cast<std::size_t>(call)].fetch_add(1, std::memory_order_relaxed) + 1;
+    if (g_second_call.load(std::memory_order_relaxed) != static_cast<int>(call) ||
+        g_second_nth.load(std::memory_order_relaxed) != after ||
+        g_second_fired.exchange(true, std::memory_order_acq_rel))
+      return 0;
+    const int second = g_second_error.load(std::memory_order_relaxed);
+    const bool declared = second < 64 && ((t_impossible >> second) & 1) != 0;
+    g_second_file.store(where.file_name(), std::memory_order_relaxed);
+    g_second_line.store(where.line(), std::memory_order_relaxed);
+    g_second_declared.store(declared, std::memory_order_relaxed);
+    if (const int fd = g_report_fd.load(std::memory_order_relaxed); fd >= 0)
+      report(fd, call, after, second, declared, where);
+    return second;
   }
   if (g_fail_call.load(std::memory_order_relaxed) != static_cast<int>(call) ||
       g_fail_nth.load(std::memory_order_relaxed) != nth)
@@ -146,9 +171,18 @@ int decide(Call call, int64_t timeout_ns, const std::source_location& where, boo
   return error;
 }
 
-void arm(int call, uint32_t nth, int error) noexcept {
+void arm(int call, uint32_t nth, int error, int second_call = kNoPlan, uint32_t second_nth = 0,
+         int second_error = 0) noexcept {
   g_armed.store(false, std::memory_order_relaxed);
   for (auto& count : g_counts) count.store(0, std::memory_order_relaxed);
+  for (auto& count : g_after_counts) count.store(0, std::memory_order_relaxed);
+  g_second_call.store(second_call, std::memory_order_relaxed);
+  g_second_nth.store(second_nth, std::memory_order_relaxed);
+  g_second_error.store(second_error, std::memory_order_relaxed);
+  g_second_fired.store(false, std::memory_order_relaxed);
+  g_second_file.store(nullptr, std::memory_order_relaxed);
+  g_second_line.store(0, std::memory_order_relaxed);
+  g_second_declared.store(false, std::memory_order_relaxed);
   for (SiteSlot& slot : g_sites) {
     slot.file.store(nullptr, std::memory_order_relaxed);
     slot.line.store(0, std::memory_order_relaxed);
@@ -186,6 +220,28 @@ void count_calls() noexcept {
 
 void fail_nth_call(Call call, uint32_t nth, int error) noexcept {
   arm(static_cast<int>(call), nth, error);
+}
+
+void fail_nth_call_then(Call first, uint32_t nth, int error, Call second, uint32_t second_nth,
+                        int second_error) noexcept {
+  arm(static_cast<int>(first), nth, error, static_cast<int>(second), second_nth, second_error);
+}
+
+uint32_t calls_after_injection(Call call) noexcept {
+  return g_after_counts[static_cast<std::size_t>(call)].load(std::memory_order_relaxed);
+}
+
+Injection second_injection() noexcept {
+  Injection result;
+  result.fired = g_second_fired.load(std::memory_order_acquire);
+  const int call = g_second_call.load(std::memory_order_relaxed);
+  result.call = call == kNoPlan ? Call::count_ : static_cast<Call>(call);
+  result.nth = g_second_nth.load(std::memory_order_relaxed);
+  result.error = g_second_error.load(std::memory_order_relaxed);
+  result.file = g_second_file.load(std::memory_order_relaxed);
+  result.line = g_second_line.load(std::memory_order_relaxed);
+  result.declared_impossible = g_second_declared.load(std::memory_order_relaxed);
+  return result;
 }
 
 void disarm() noexcept {
@@ -302,6 +358,176 @@ const char* call_name(Call call) noexcept {
   return "?";
 }
 
+std::span<const int> manual_errnos(Call call) noexcept {
+  // From the manual pages (section 2, and 3 for posix_spawn and
+  // pthread_create), narrowed to the errors of the call as the library makes
+  // it, with EPERM, EBADF and EINVAL wherever the kernel can return them for
+  // the call at all. EINTR first: the sweep gives every kind EINTR.
+  switch (call) {
+    case Call::open:
+    case Call::opendir: {
+      static constexpr int e[] = {EINTR,  EACCES, EBADF,  EINVAL,  EISDIR, ELOOP, EMFILE, ENFILE,
+                                  ENODEV, ENOENT, ENOMEM, ENOTDIR, ENXIO,  EPERM, EROFS};
+      return e;
+    }
+    case Call::close: {
+      static constexpr int e[] = {EINTR, EBADF, EIO, ENOSPC, EDQUOT};
+      return e;
+    }
+    case Call::read:
+    case Call::file_read:
+    case Call::pread: {
+      // /proc and cgroupfs files: ENOMEM (seq_file), ESRCH (/proc/PID of a
+      // process that exited), ENODEV (a cgroup removed meanwhile).
+      static constexpr int e[] = {EINTR,  EAGAIN, EBADF, EFAULT, EINVAL, EIO,
+                                  EISDIR, ENOMEM, ESRCH, ENODEV, ESPIPE};
+      return e;
+    }
+    case Call::eventfd_read:
+    case Call::eventfd_write:
+    case Call::timerfd_read: {
+      static constexpr int e[] = {EINTR, EAGAIN, EBADF, EFAULT, EINVAL, ECANCELED};
+      return e;
+    }
+    case Call::write:
+    case Call::pwrite: {
+      // Pipes and sockets (EPIPE), cgroupfs files (EBUSY, ENODEV, ENOENT,
+      // ESRCH, EINVAL, EOPNOTSUPP, EACCES).
+      static constexpr int e[] = {EINTR, EAGAIN, EBADF,  EFAULT, EFBIG,      EINVAL,
+                                  EIO,   ENOSPC, EPERM,  EPIPE,  ENOMEM,     ESRCH,
+                                  EBUSY, ENODEV, ENOENT, EACCES, EOPNOTSUPP, EDQUOT};
+      return e;
+    }
+    case Call::poll:
+    case Call::ppoll: {
+      static constexpr int e[] = {EINTR, EFAULT, EINVAL, ENOMEM};
+      return e;
+    }
+    case Call::epoll_create1:
+    case Call::eventfd:
+    case Call::timerfd_create:
+    case Call::signalfd:
+    case Call::pidfd_open: {
+      static constexpr int e[] = {EINTR, EINVAL, EMFILE, ENFILE, ENODEV, ENOMEM, EBADF, ESRCH};
+      return e;
+    }
+    case Call::epoll_ctl: {
+      static constexpr int e[] = {EINTR,  EBADF,  EEXIST, EINVAL, ELOOP,
+                                  ENOENT, ENOMEM, ENOSPC, EPERM};
+      return e;
+    }
+    case Call::epoll_wait: {
+      static constexpr int e[] = {EINTR, EBADF, EFAULT, EINVAL};
+      return e;
+    }
+    case Call::timerfd_settime:
+    case Call::signalfd_mask: {
+      static constexpr int e[] = {EINTR, EBADF, EFAULT, EINVAL, ECANCELED};
+      return e;
+    }
+    case Call::sigaction:
+    case Call::sigprocmask:
+    case Call::getrlimit: {
+      static constexpr int e[] = {EINTR, EFAULT, EINVAL};
+      return e;
+    }
+    case Call::futex_wait: {
+      // (ETIMEDOUT is the timeout itself, not a failure: the kernel says it
+      // at the deadline only, which an injection before it would misstate.)
+      static constexpr int e[] = {EINTR, EAGAIN, EFAULT, EINVAL, ENOSYS};
+      return e;
+    }
+    case Call::futex_wake: {
+      static constexpr int e[] = {EINTR, EFAULT, EINVAL, ENOSYS};
+      return e;
+    }
+    case Call::kill:
+    case Call::tgkill:
+    case Call::rt_tgsigqueueinfo:
+    case Call::pidfd_send_signal: {
+      static constexpr int e[] = {EINTR, EAGAIN, EBADF, EINVAL, EPERM, ESRCH};
+      return e;
+    }
+    case Call::waitid:
+    case Call::waitpid: {
+      static constexpr int e[] = {EINTR, EAGAIN, ECHILD, EINVAL, EBADF};
+      return e;
+    }
+    case Call::fork:
+    case Call::thread_create: {
+      static constexpr int e[] = {EINTR, EAGAIN, ENOMEM, ENOSYS, EINVAL, EPERM};
+      return e;
+    }
+    case Call::pipe2:
+    case Call::socketpair: {
+      static constexpr int e[] = {EINTR, EFAULT, EINVAL, EMFILE, ENFILE, EOPNOTSUPP, ENOMEM};
+      return e;
+    }
+    case Call::send:
+    case Call::sendmsg:
+    case Call::recvmsg: {
+      static constexpr int e[] = {EINTR,    EAGAIN,  EBADF,  ECONNRESET, EFAULT,   EINVAL,
+                                  EMSGSIZE, ENOBUFS, ENOMEM, ENOTCONN,   ENOTSOCK, EPIPE};
+      return e;
+    }
+    case Call::mkdir: {
+      static constexpr int e[] = {EINTR,  EACCES, EAGAIN, EDQUOT,  EEXIST, EINVAL, ELOOP, EMLINK,
+                                  ENOENT, ENOMEM, ENOSPC, ENOTDIR, EPERM,  EROFS,  EBADF};
+      return e;
+    }
+    case Call::rmdir: {
+      static constexpr int e[] = {EINTR,  EACCES,  EBUSY,     EINVAL, ELOOP, ENOENT,
+                                  ENOMEM, ENOTDIR, ENOTEMPTY, EPERM,  EROFS};
+      return e;
+    }
+    case Call::access:
+    case Call::stat: {
+      static constexpr int e[] = {EINTR, EACCES, EBADF,  EFAULT,  EINVAL,   EIO,
+                                  ELOOP, ENOENT, ENOMEM, ENOTDIR, EOVERFLOW};
+      return e;
+    }
+    case Call::dup: {
+      static constexpr int e[] = {EINTR, EBADF, EBUSY, EINVAL, EMFILE};
+      return e;
+    }
+    case Call::prctl:
+    case Call::setsid: {
+      static constexpr int e[] = {EINTR, EFAULT, EINVAL, EPERM};
+      return e;
+    }
+    case Call::setpgid:
+    case Call::sched_setscheduler:
+    case Call::sched_getscheduler:
+    case Call::sched_setaffinity:
+    case Call::sched_setparam:
+    case Call::setpriority:
+    case Call::clock_getcpuclockid: {
+      static constexpr int e[] = {EINTR, EACCES, EFAULT, EINVAL, EPERM, ESRCH, ENOSYS};
+      return e;
+    }
+    case Call::posix_spawn:
+    case Call::execve: {
+      static constexpr int e[] = {EINTR,   E2BIG,   EACCES,  EAGAIN, EFAULT,       EINVAL, EIO,
+                                  EISDIR,  ELIBBAD, ELOOP,   EMFILE, ENAMETOOLONG, ENFILE, ENOENT,
+                                  ENOEXEC, ENOMEM,  ENOTDIR, EPERM,  ETXTBSY};
+      return e;
+    }
+    case Call::sigwaitinfo:
+    case Call::sigtimedwait:
+    case Call::nanosleep: {
+      static constexpr int e[] = {EINTR, EAGAIN, EFAULT, EINVAL};
+      return e;
+    }
+    case Call::close_range: {
+      static constexpr int e[] = {EINTR, EINVAL, EMFILE, ENOMEM};
+      return e;
+    }
+    case Call::count_:
+      break;
+  }
+  return {};
+}
+
 bool kernel_can_return(Call call, int error) noexcept {
   // From the manual pages, narrowed to how the library makes the call (a
   // non-blocking eventfd read can say EAGAIN, a poll of one descriptor
@@ -313,7 +539,10 @@ bool kernel_can_return(Call call, int error) noexcept {
     case Call::opendir:
       // /proc, cgroupfs and /dev/null: no FIFO or device that would make
       // open() wait (EINTR), no lease (EAGAIN).
-      return error == ENOMEM || error == EMFILE || error == EPERM;
+      // ENFILE: the system-wide limit; ENOENT: a /proc/PID of a process
+      // that exited, a cgroup removed meanwhile.
+      return error == ENOMEM || error == EMFILE || error == EPERM || error == ENFILE ||
+             error == ENOENT;
     case Call::close:
       return error == EINTR;
     case Call::read:
@@ -321,8 +550,11 @@ bool kernel_can_return(Call call, int error) noexcept {
       return error == EINTR || error == EAGAIN;
     case Call::file_read:
     case Call::pread:
-      // /proc and cgroupfs files (seq_file: an allocation may fail).
-      return error == EINTR || error == EAGAIN || error == ENOMEM;
+      // /proc and cgroupfs files (seq_file: an allocation may fail; ESRCH:
+      // the process of a /proc/PID file exited; ENODEV: the cgroup was
+      // removed).
+      return error == EINTR || error == EAGAIN || error == ENOMEM || error == ESRCH ||
+             error == ENODEV;
     case Call::eventfd_read:
     case Call::timerfd_read:
       // Non-blocking: EAGAIN when nothing is there; nothing else but EINVAL
@@ -335,8 +567,11 @@ bool kernel_can_return(Call call, int error) noexcept {
       return false;
     case Call::write:
     case Call::pwrite:
+      // Pipes and sockets: EPIPE; cgroupfs files: EBUSY, ENODEV (the cgroup
+      // was removed), ENOENT.
       return error == EINTR || error == EAGAIN || error == ENOMEM || error == EPERM ||
-             error == ESRCH;
+             error == ESRCH || error == EPIPE || error == EBUSY || error == ENODEV ||
+             error == ENOENT;
     case Call::poll:
     case Call::ppoll:
       return error == EINTR;
@@ -350,12 +585,16 @@ bool kernel_can_return(Call call, int error) noexcept {
     case Call::signalfd:
     case Call::pipe2:
     case Call::socketpair:
-      return error == EMFILE || error == ENOMEM;
+      return error == EMFILE || error == ENOMEM || error == ENFILE;
     case Call::epoll_ctl:
-      return error == ENOMEM || error == EPERM;
-    case Call::epoll_wait:
+      // ENOSPC: fs.epoll.max_user_watches reached.
+      return error == ENOMEM || error == EPERM || error == ENOSPC;
     case Call::waitid:
     case Call::waitpid:
+      // ECHILD: reaped by someone else (waitpid(-1) elsewhere, SIGCHLD
+      // ignored).
+      return error == EINTR || error == ECHILD;
+    case Call::epoll_wait:
     case Call::sigwaitinfo:
     case Call::nanosleep:
       return error == EINTR;
@@ -381,20 +620,29 @@ bool kernel_can_return(Call call, int error) noexcept {
     case Call::pidfd_send_signal:
       return error == EPERM || error == ESRCH || error == EAGAIN;
     case Call::pidfd_open:
-      return error == EMFILE || error == ENOMEM || error == ESRCH;
+      return error == EMFILE || error == ENOMEM || error == ESRCH || error == ENFILE;
     case Call::fork:
     case Call::thread_create:
       return error == EAGAIN || error == ENOMEM;
     case Call::send:
     case Call::sendmsg:
+      // EPIPE, ECONNRESET: the peer (the guardian) died.
+      return error == EINTR || error == EAGAIN || error == ENOMEM || error == EPIPE ||
+             error == ECONNRESET || error == ENOBUFS;
     case Call::recvmsg:
-      return error == EINTR || error == EAGAIN || error == ENOMEM;
+      return error == EINTR || error == EAGAIN || error == ENOMEM || error == ECONNRESET;
     case Call::mkdir:
+      // cgroupfs: EEXIST, ENOENT (the parent removed), ENOSPC/EAGAIN
+      // (cgroup.max.descendants, max.depth).
+      return error == ENOMEM || error == EPERM || error == EEXIST || error == ENOENT ||
+             error == ENOSPC || error == EAGAIN;
     case Call::rmdir:
-      return error == ENOMEM || error == EPERM;
+      // EBUSY: a process still inside; ENOENT: removed by someone else.
+      return error == ENOMEM || error == EPERM || error == EBUSY || error == ENOENT ||
+             error == ENOTEMPTY;
     case Call::access:
     case Call::stat:
-      return error == ENOMEM;
+      return error == ENOMEM || error == ENOENT;
     case Call::dup:
       // fcntl(F_DUPFD_CLOEXEC) and dup2(): EMFILE (dup2 of an fd in the
       // middle of an open() elsewhere: EBUSY, not ours).
@@ -405,11 +653,14 @@ bool kernel_can_return(Call call, int error) noexcept {
     case Call::sched_getscheduler:
       return error == ESRCH;
     case Call::posix_spawn:
-      return error == EAGAIN || error == ENOMEM || error == EMFILE || error == EPERM;
+    case Call::execve:
+      // The program: missing, not executable, too many arguments, busy.
+      return error == EAGAIN || error == ENOMEM || error == EMFILE || error == EPERM ||
+             error == ENOENT || error == EACCES || error == E2BIG || error == ENOEXEC ||
+             error == ETXTBSY || error == ENFILE || error == ELOOP || error == ENOTDIR ||
+             error == EISDIR || error == EIO || error == ENAMETOOLONG || error == ELIBBAD;
     case Call::sigtimedwait:
       return error == EINTR || error == EAGAIN;
-    case Call::execve:
-      return error == ENOMEM || error == EPERM || error == EAGAIN;
     case Call::count_:
       break;
   }
