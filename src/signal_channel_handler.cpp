@@ -256,6 +256,8 @@ std::mutex g_mutex;
 // Test seam (signal_channel_hooks.h). Relaxed: a test installs the hook
 // before it provokes the race, and the hook synchronises on its own.
 std::atomic<SignalChannelHook> g_hook{nullptr};
+// Copies of previous dispositions alive (kept_disposition_count()).
+std::atomic<std::size_t> g_kept_count{0};
 
 void race_point(SignalChannelRacePoint point, int signo) noexcept {
   if (const SignalChannelHook hook = g_hook.load(std::memory_order_relaxed)) hook(point, signo);
@@ -497,6 +499,7 @@ class HandlerBackend final : public SignalBackend {
       if (kept == nullptr || !same_action(*kept, previous)) {
         const auto* node =
             new KeptAction{previous, reinterpret_cast<const KeptAction*>(kept)};  // see KeptAction
+        g_kept_count.fetch_add(1, std::memory_order_relaxed);
         slot.previous.store(&node->action, std::memory_order_release);
       }
       const struct sigaction ours = our_action();
@@ -536,6 +539,10 @@ std::unique_ptr<SignalBackend> make_handler_backend(const std::vector<int>& sign
 
 void signal_channel_race_point(SignalChannelRacePoint point, int signo) noexcept {
   race_point(point, signo);
+}
+
+std::size_t kept_disposition_count() noexcept {
+  return g_kept_count.load(std::memory_order_relaxed);
 }
 
 void set_signal_channel_hook(SignalChannelHook hook) noexcept {
