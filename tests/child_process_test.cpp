@@ -337,12 +337,11 @@ int destructor_after_reap_elsewhere_scenario() {
       return 77;
     }
   }  // ~ChildProcess
+  // Alive, it dies of our SIGTERM; killed by the destructor, of SIGKILL.
+  ::kill(bystander, SIGTERM);
   siginfo_t info{};
-  if (::waitid(P_PID, static_cast<id_t>(bystander), &info, WEXITED | WNOHANG) != 0) return 13;
-  const bool killed = info.si_pid != 0;
-  ::kill(bystander, SIGKILL);
-  ::waitpid(bystander, nullptr, 0);
-  return killed ? 1 : 0;
+  if (::waitid(P_PID, static_cast<id_t>(bystander), &info, WEXITED) != 0) return 13;
+  return info.si_code == CLD_KILLED && info.si_status == SIGKILL ? 1 : 0;
 }
 
 TEST(ChildProcess, DestructorAfterReapElsewhere_NeverSignalsRecycledPid) {
