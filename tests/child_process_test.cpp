@@ -329,6 +329,11 @@ int destructor_after_reap_elsewhere_scenario() {
     bystander = ::fork();
     if (bystander < 0) return 12;
     if (bystander == 0) {
+      // Whatever the test process blocks or ignores: SIGTERM must end it.
+      ::signal(SIGTERM, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
       for (;;) ::pause();
     }
     if (bystander != pid) {
