@@ -200,6 +200,9 @@ void ChildProcess::release() noexcept {
     // for the child, which is unreaped as far as we know.
     int rc = pidfd_ >= 0 ? sys::pidfd_send_signal(pidfd_, SIGKILL)
                          : (sys::kill(pid_, SIGKILL) == 0 ? 0 : -errno);
+    // Another failure of the pidfd (ENOMEM): once more through it, never
+    // the PID (which stands for the child only while nobody else reaped it).
+    if (rc != 0 && rc != -ESRCH && pidfd_ >= 0) rc = sys::pidfd_send_signal(pidfd_, SIGKILL);
     bool gone = false;
     if (rc == -ESRCH && pidfd_ >= 0) {
       siginfo_t info{};
