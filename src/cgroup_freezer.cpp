@@ -248,7 +248,8 @@ CgroupFreezer::CgroupFreezer(CgroupFreezer&& other) noexcept
       parent_(std::move(other.parent_)),
       fallback_reason_(std::move(other.fallback_reason_)),
       control_fd_(std::exchange(other.control_fd_, -1)),
-      events_fd_(std::exchange(other.events_fd_, -1)) {
+      events_fd_(std::exchange(other.events_fd_, -1)),
+      owner_(other.owner_) {
   other.path_.clear();
 }
 
@@ -268,6 +269,7 @@ CgroupFreezer& CgroupFreezer::operator=(CgroupFreezer&& other) noexcept {
     fallback_reason_ = std::move(other.fallback_reason_);
     control_fd_ = std::exchange(other.control_fd_, -1);
     events_fd_ = std::exchange(other.events_fd_, -1);
+    owner_ = other.owner_;
   }
   return *this;
 }
@@ -283,6 +285,10 @@ CgroupFreezer::~CgroupFreezer() {
 }
 
 void CgroupFreezer::add(pid_t pid) {
+  // cgroup.procs reads 0 as "the writer": add(0) would move the caller.
+  if (pid <= 0)
+    throw std::invalid_argument("CgroupFreezer::add: pid " + std::to_string(pid) +
+                                " refused (a process ID is positive; 0 would move the caller)");
   const int result = write_file(path_ + "/cgroup.procs", std::to_string(pid));
   if (result < 0)
     sys::throw_errno(-result, "add pid " + std::to_string(pid) + " to " + path_ + "/cgroup.procs");
@@ -348,6 +354,15 @@ std::vector<pid_t> CgroupFreezer::processes() const {
 
 void CgroupFreezer::remove() {
   if (path_.empty()) return;
+  if (owner_ != ::getpid()) {
+    // A forked child's copy (a destructor run in the child): the cgroup is
+    // the parent's. Close the child's descriptors and leave it alone.
+    if (control_fd_ >= 0) sys::close(control_fd_);
+    if (events_fd_ >= 0) sys::close(events_fd_);
+    control_fd_ = events_fd_ = -1;
+    path_.clear();
+    return;
+  }
   thaw();
   // Anything still inside goes back to the parent, thawed: rmdir fails on a
   // populated cgroup, and we never leave a process frozen.

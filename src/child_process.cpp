@@ -150,7 +150,7 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv,
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
-    : pid_(other.pid_), pidfd_(other.pidfd_), status_(other.status_) {
+    : pid_(other.pid_), pidfd_(other.pidfd_), owner_(other.owner_), status_(other.status_) {
   other.pid_ = -1;
   other.pidfd_ = -1;
   other.status_.reset();
@@ -161,6 +161,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
     release();
     pid_ = other.pid_;
     pidfd_ = other.pidfd_;
+    owner_ = other.owner_;
     status_ = other.status_;
     other.pid_ = -1;
     other.pidfd_ = -1;
@@ -173,17 +174,56 @@ ChildProcess::~ChildProcess() {
   release();
 }
 
+void ChildProcess::check_owner(const char* what) const {
+  if (owner_ != ::getpid())
+    throw std::logic_error(std::string("ChildProcess::") + what +
+                           ": used in a forked child; the child process belongs to (and can be "
+                           "reaped only by) the process that spawned it");
+}
+
 void ChildProcess::release() noexcept {
+  // A forked child's copy: the child process is the parent's. Close our
+  // copy of the pidfd, nothing else (it once SIGKILLed the parent's child).
+  if (owner_ != ::getpid()) {
+    if (pidfd_ >= 0) sys::close(pidfd_);
+    pidfd_ = -1;
+    pid_ = -1;
+    return;
+  }
   if (pid_ > 0 && !status_) {
+    // Through the pidfd only. ESRCH from it normally means the process is
+    // gone, reaped by someone else (waitpid(-1), SIGCHLD ignored), and its
+    // PID free for anyone: a kill(pid) then would hit whatever process got
+    // the PID next, and a waitpid(pid) one of our other children. So the
+    // PID is never used then; the pidfd says what became of the child: no
+    // child of ours any more (ECHILD: reaped elsewhere, nothing to do), a
+    // zombie (reaped now), or still running (the ESRCH was wrong: one more
+    // SIGKILL through the pidfd). Only without a pidfd does the PID stand
+    // for the child, which is unreaped as far as we know.
     int rc = pidfd_ >= 0 ? sys::pidfd_send_signal(pidfd_, SIGKILL)
                          : (sys::kill(pid_, SIGKILL) == 0 ? 0 : -errno);
-    // The PID is still ours (unreaped): when the pidfd refuses, even with
-    // ESRCH (which it may say of a zombie), the PID is asked too; killing a
-    // zombie is a no-op. A kill that fails both ways (a set-user-ID child
-    // we may not signal) must not turn into a wait for the child to end by
-    // itself.
-    if (rc != 0 && pidfd_ >= 0) rc = sys::kill(pid_, SIGKILL) == 0 ? 0 : -errno;
-    if (rc != 0 && rc != -ESRCH) {
+    // Another failure of the pidfd (ENOMEM): once more through it, never
+    // the PID (which stands for the child only while nobody else reaped it).
+    if (rc != 0 && rc != -ESRCH && pidfd_ >= 0) rc = sys::pidfd_send_signal(pidfd_, SIGKILL);
+    bool gone = false;
+    if (rc == -ESRCH && pidfd_ >= 0) {
+      siginfo_t info{};
+      int r;
+      do
+        r = sys::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info,
+                        WEXITED | WNOHANG);
+      while (r != 0 && errno == EINTR);
+      if (r != 0 || info.si_pid != 0) {
+        gone = true;  // reaped elsewhere (or a waitid we cannot trust), or reaped now
+      } else {
+        rc = sys::pidfd_send_signal(pidfd_, SIGKILL);
+        if (rc == -ESRCH) rc = 0;  // it exited meanwhile: reaped below
+      }
+    }
+    if (gone) {
+    } else if (rc != 0 && rc != -ESRCH) {
+      // A kill that fails otherwise (EPERM: a set-user-ID child we may not
+      // signal) must not turn into a wait for the child to end by itself.
       const std::string warning = "doorbell: warning: ChildProcess: cannot kill child " +
                                   std::to_string(pid_) + " (" + std::strerror(-rc) +
                                   "); left running, unreaped\n";
@@ -204,6 +244,7 @@ bool ChildProcess::send_signal(int signo) {
     throw std::invalid_argument("ChildProcess::send_signal: bad signal " + std::to_string(signo));
   }
   if (pid_ <= 0 || status_) return false;
+  check_owner("send_signal");
   const int rc = pidfd_ >= 0 ? sys::pidfd_send_signal(pidfd_, signo)
                              : (sys::kill(pid_, signo) == 0 ? 0 : -errno);
   if (rc == 0) return true;
@@ -214,6 +255,7 @@ bool ChildProcess::send_signal(int signo) {
 std::optional<ExitStatus> ChildProcess::try_wait() {
   if (status_) return status_;
   if (pid_ <= 0) throw std::logic_error("ChildProcess::try_wait: no child");
+  check_owner("try_wait");
   siginfo_t info{};
   int rc;
   do {
@@ -230,6 +272,7 @@ std::optional<ExitStatus> ChildProcess::try_wait() {
 ExitStatus ChildProcess::wait() {
   if (status_) return *status_;
   if (pid_ <= 0) throw std::logic_error("ChildProcess::wait: no child");
+  check_owner("wait");
   siginfo_t info{};
   int rc;
   do {

@@ -92,7 +92,9 @@ void EventLoop::rebuild_epoll() {
     ev.events = registration->events;
     ev.data.u64 = registration->serial;
     if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
-      if (errno == ENOENT || errno == EBADF) continue;  // closed under the loop
+      // Closed under the loop: ENOENT, EBADF, or EPERM when the number now
+      // names a file epoll cannot watch (a regular file).
+      if (errno == ENOENT || errno == EBADF || errno == EPERM) continue;
       sys::throw_errno("EventLoop: epoll_ctl(MOD) (rebuilding)");
     }
     if (sys::epoll_ctl(fresh.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
@@ -177,7 +179,8 @@ void EventLoop::modify(int fd, uint32_t events) {
   ev.data.u64 = it->second->serial;
   if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
     const int error = errno;
-    if (error == ENOENT || error == EBADF) {
+    // EPERM: the number names a file epoll cannot watch, so another file.
+    if (error == ENOENT || error == EBADF || error == EPERM) {
       forget_closed(fd);
       throw_closed_under_loop(fd, "modify");
     }
@@ -198,7 +201,8 @@ bool EventLoop::remove(int fd) {
   if (sys::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
     const int error = errno;
     // EBADF: closed. ENOENT: closed and the number reused by another file.
-    if (error == EBADF || error == ENOENT) {
+    // EPERM: reused by a file epoll cannot watch (a regular file).
+    if (error == EBADF || error == ENOENT || error == EPERM) {
       forget_closed(fd);
       throw_closed_under_loop(fd, "remove");
     }

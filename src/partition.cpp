@@ -3,18 +3,21 @@
 //
 // One thread does everything: it sleeps on a timerfd armed at the next
 // absolute boundary, and while it sleeps it watches
-//   - a signalfd for SIGCHLD (a partition stopped or exited: waitid by pidfd
-//     tells which; SIGCHLD coalesces, so every pending partition is checked
-//     on each wake-up),
+//   - each live partition's pidfd (readable when it exits; waitid by pidfd
+//     tells how),
 //   - the cgroup.events file of each partition whose v2 freeze is pending
 //     (POLLPRI when "frozen" changes),
 //   - an eventfd that request_stop() writes.
-// A pending freeze (v1 has no notification; v2's is rate-limited by the
-// kernel) is polled every kPollNoticeNs; the rest (a pending first run, a
-// stop whose SIGCHLD another thread of the process may have taken) every
-// kPollBackstopNs. A shorter timeout would not sleep at all in a VM, where
-// arming a timer takes tens of microseconds: the scheduler would hold its
-// CPU at SCHED_FIFO while the partition it stops waits for that CPU.
+// SIGCHLD is the caller's: run() neither blocks nor reads it (a signalfd
+// here took every SIGCHLD of the process, the caller's own children's
+// included). A SIGCHLD that a handler of the caller's takes on this thread
+// ends a wait early (EINTR), which only makes the checks come sooner.
+// A pending stop (a stop has no pidfd notification) and a pending freeze
+// (v1 has no notification; v2's is rate-limited by the kernel) are polled
+// every kPollNoticeNs; a pending first run every kPollBackstopNs. A
+// shorter timeout would not sleep at all in a VM, where arming a timer takes
+// tens of microseconds: the scheduler would hold its CPU at SCHED_FIFO while
+// the partition it stops waits for that CPU.
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,7 +26,6 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -214,9 +216,6 @@ class Run {
   std::vector<Partition> partitions_;
   std::unique_ptr<CgroupFreezer> keeper_;
   sys::UniqueFd timer_;
-  sys::UniqueFd signal_fd_;
-  sigset_t old_mask_{};
-  bool mask_changed_ = false;
   int old_policy_ = -1;
   sched_param old_param_{};
   bool stop_requested_ = false;
@@ -232,7 +231,7 @@ void Run::set_up() {
   report_.cpu_after_end = report_.first_run;
   report_.boundary_spin_ns = std::max<int64_t>(0, options_.boundary_spin_ns);
   report_.max_handover_ns = std::max<int64_t>(0, options_.max_handover_ns);
-  report_.stopped = {"notification (SIGCHLD; the freezer's state polled every 50 us)", 1};
+  report_.stopped = {"poll (waitid per partition; the freezer's state) every 50 us", 1};
   report_.overrun_threshold_ns = schedule_.overrun_threshold_ns;
   report_.verify_stopped = options_.verify_stopped && schedule_.method != SuspendMethod::freezer;
   partitions_.resize(schedule_.partitions.size());
@@ -291,17 +290,6 @@ void Run::set_up() {
     initial_suspend(p);
   }
 
-  // SIGCHLD through a signalfd, blocked in this thread only.
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  // pthread_sigmask() and clock_getcpuclockid() return their error: errno
-  // says nothing about them.
-  if (const int rc = sys::pthread_sigmask(SIG_BLOCK, &chld, &old_mask_); rc != 0)
-    sys::throw_errno(rc, "pthread_sigmask");
-  mask_changed_ = true;
-  signal_fd_.reset(sys::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC));
-  if (!signal_fd_) sys::throw_errno("signalfd(SIGCHLD)");
   timer_.reset(sys::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   if (!timer_) sys::throw_errno("timerfd_create");
 
@@ -625,15 +613,13 @@ int64_t Run::poll_interval_ns() const noexcept {
   int64_t interval = -1;
   auto at_most = [&interval](int64_t ns) { interval = interval < 0 ? ns : std::min(interval, ns); };
   for (const Partition& p : partitions_) {
-    // Notifications exist for stops (SIGCHLD; cgroup.events POLLPRI), but
-    // the v2 one comes from a kernel work item that a loaded machine runs
-    // late, and SIGCHLD may go to another thread of the process (one that
-    // does not block it) or not be sent (SA_NOCLDSTOP): a backstop poll.
-    // The freezers: v1 has no notification, and the kernel rate-limits v2's
-    // cgroup.events notifications to one per CGROUP_FILE_NOTIFY_MIN_INTV
-    // (HZ/100 jiffies, rounded up: 12 ms at HZ=250), so a freeze within
-    // that of the thaw is notified up to 12 ms late: poll both.
-    if (p.pending_stop >= 0) at_most(p.cgroup ? kPollNoticeNs : kPollBackstopNs);
+    // A stop of the signal methods has no notification of our own (SIGCHLD
+    // is the caller's, see the top of this file): poll it. The freezers: v1
+    // has no notification, and the kernel rate-limits v2's cgroup.events
+    // notifications to one per CGROUP_FILE_NOTIFY_MIN_INTV (HZ/100 jiffies,
+    // rounded up: 12 ms at HZ=250), so a freeze within that of the thaw is
+    // notified up to 12 ms late: poll both.
+    if (p.pending_stop >= 0) at_most(kPollNoticeNs);
     if (p.pending_run >= 0) at_most(kPollBackstopNs);  // the CPU clock: tick-granular
   }
   return interval;
@@ -769,14 +755,17 @@ void Run::check_first_runs() noexcept {
 }
 
 bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
-  pollfd fds[3 + kMaxPartitions];  // validate() allows no more partitions
+  // The timer, the stop request, and per partition its pidfd and its
+  // cgroup.events (validate() allows no more partitions).
+  pollfd fds[2 + 2 * kMaxPartitions];
   nfds_t n = 0;
   fds[n++] = {timer_.get(), POLLIN, 0};
-  fds[n++] = {signal_fd_.get(), POLLIN, 0};
   fds[n++] = {stop_fd_, POLLIN, 0};
-  for (const Partition& p : partitions_)
+  for (const Partition& p : partitions_) {
+    if (p.alive && n < std::size(fds)) fds[n++] = {p.pidfd.get(), POLLIN, 0};
     if (p.pending_stop >= 0 && p.cgroup && p.cgroup->event_fd() >= 0 && n < std::size(fds))
       fds[n++] = {p.cgroup->event_fd(), POLLPRI, 0};
+  }
   const int ready = sys::ppoll(fds, n, timeout, nullptr);
   if (ready < 0 && errno != EINTR) sys::fatal("ppoll", errno);
   if (ready <= 0) {
@@ -784,15 +773,10 @@ bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
     // still checked (they are polled while pending).
     for (nfds_t i = 0; i < n; ++i) fds[i].revents = 0;
   }
-  if (fds[1].revents & POLLIN) {
-    signalfd_siginfo ignored;
-    while (sys::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
-    }
-  }
   check_partitions();
   check_freezers();
   check_first_runs();
-  if (fds[2].revents & POLLIN) {
+  if (fds[1].revents & POLLIN) {
     stop_requested_ = true;
     return false;
   }
@@ -812,8 +796,8 @@ bool Run::wait_for_stops(const Partition& incoming, int64_t deadline_ns) {
       if (&p != &incoming && p.pending_stop >= 0) return true;
     return false;
   };
-  // Stops are noticed by SIGCHLD or cgroup.events (ppoll wakes at once),
-  // backed by a poll (poll_interval_ns()); the scheduler sleeps meanwhile,
+  // Stops are noticed by a poll (poll_interval_ns()), freezes also by
+  // cgroup.events (ppoll wakes at once); the scheduler sleeps meanwhile,
   // so that its CPU is free for the threads that must run to stop.
   while (others_pending()) {
     const int64_t left = deadline_ns - now_ns();
@@ -858,13 +842,27 @@ bool Run::wait_until(int64_t deadline_ns, int64_t spin_ns) {
   return true;
 }
 
+// The number of frames to run (partition.h, RunOptions): duration_ns in
+// whole frames, rounded up without overflow, else frames, else no limit.
+// Checked before anything starts.
+int64_t frames_to_run(const RunOptions& options, int64_t frame) {
+  if (options.frames && *options.frames < 1)
+    throw std::invalid_argument("RunOptions::frames must be at least 1, got " +
+                                std::to_string(*options.frames) +
+                                " (leave it unset to run until request_stop())");
+  if (options.duration_ns && *options.duration_ns < 1)
+    throw std::invalid_argument("RunOptions::duration_ns must be at least 1, got " +
+                                std::to_string(*options.duration_ns) +
+                                " (leave it unset to run until request_stop())");
+  if (options.duration_ns)
+    return *options.duration_ns / frame + (*options.duration_ns % frame != 0 ? 1 : 0);
+  return options.frames.value_or(INT64_MAX);
+}
+
 RunReport Run::execute() {
-  set_up();
   const int64_t frame = schedule_.major_frame_ns;
-  int64_t frames = options_.frames.value_or(0);
-  if (options_.duration_ns)
-    frames = std::max<int64_t>(1, (*options_.duration_ns + frame - 1) / frame);
-  if (frames <= 0) frames = INT64_MAX;
+  int64_t frames = frames_to_run(options_, frame);
+  set_up();
 
   // Boundaries within a frame: at each offset, the window that ends there
   // (stopped first) and the window that starts there.
@@ -886,6 +884,9 @@ RunReport Run::execute() {
   for (Partition& p : partitions_) start_up(p);
   const int64_t start = add_saturated(now_ns(), options_.start_delay_ns);
   report_.start_ns = start;
+  // No boundary past the clock's range: start + f * frame + offset stays
+  // below INT64_MAX (a limit some 292 years away).
+  frames = std::min(frames, (INT64_MAX - start) / frame - 1);
   const int64_t spin = report_.boundary_spin_ns;
   bool go_on = true;
   for (int64_t f = 0; f < frames && go_on; ++f) {
@@ -1006,18 +1007,6 @@ void Run::cleanup() noexcept {
       report_.warnings.push_back(e.what());
     }
   }
-  if (signal_fd_) {
-    signalfd_siginfo ignored;
-    while (sys::read(signal_fd_.get(), &ignored, sizeof ignored) > 0) {
-    }
-  }
-  // run() returns with the caller's mask, or not at all: restoring a mask we
-  // read cannot fail.
-  if (mask_changed_) {
-    if (const int rc = sys::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr); rc != 0)
-      sys::fatal("pthread_sigmask(restore the caller's mask)", rc);
-  }
-  mask_changed_ = false;
   guardian_.finish();
 }
 

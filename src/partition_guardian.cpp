@@ -1,6 +1,7 @@
 #include "partition_guardian.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -24,7 +25,9 @@
 namespace doorbell::detail {
 namespace {
 
-enum : int { kPartition = 1, kCgroup = 2, kDirectory = 3 };
+// kFinish: the scheduler is done (finish()); clean up now, whoever else
+// still holds a copy of its end of the socket.
+enum : int { kPartition = 1, kCgroup = 2, kDirectory = 3, kFinish = 4 };
 constexpr int kMaxPartitions = static_cast<int>(partition::kMaxPartitions);
 constexpr int kMaxCgroups = static_cast<int>(Guardian::kMaxCgroups);
 constexpr int kMaxDirectories = static_cast<int>(Guardian::kMaxDirectories);
@@ -166,7 +169,72 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
   });
 }
 
-[[noreturn]] void guardian_main(int socket_fd) noexcept {
+// One record from the socket, without waiting. 1: a record was taken; 0:
+// the end (end-of-file, kFinish, or an error); -1: none queued.
+int take_record(int socket_fd) noexcept {
+  Message message;
+  char control[CMSG_SPACE(sizeof(int))];
+  iovec iov{&message, sizeof message};
+  msghdr header{};
+  header.msg_iov = &iov;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  ssize_t n;
+  while ((n = sys::recvmsg(socket_fd, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 &&
+         errno == EINTR) {
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return -1;
+  if (n <= 0) return 0;  // EOF: the scheduler is gone (or finished)
+  int passed_fd = -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+      std::memcpy(&passed_fd, CMSG_DATA(c), sizeof passed_fd);
+  if (n != static_cast<ssize_t>(sizeof message)) {
+    if (passed_fd >= 0) sys::close(passed_fd);
+    return 1;
+  }
+  message.path[kPathMax - 1] = '\0';
+  if (message.kind == kFinish) {
+    if (passed_fd >= 0) sys::close(passed_fd);
+    return 0;
+  }
+  if (message.kind == kDirectory) {
+    if (passed_fd >= 0 && g_state.directory_count < kMaxDirectories) {
+      g_state.directory_fds[g_state.directory_count] = passed_fd;
+      std::memcpy(g_state.directories[g_state.directory_count], message.path, kPathMax);
+      ++g_state.directory_count;
+    } else if (passed_fd >= 0) {
+      sys::close(passed_fd);
+    }
+    return 1;
+  }
+  if (message.kind == kPartition) {
+    const int pidfd = passed_fd;
+    if (pidfd >= 0 && g_state.partitions < kMaxPartitions) {
+      g_state.pidfds[g_state.partitions] = pidfd;
+      g_state.groups[g_state.partitions] = message.group;
+      g_state.kill[g_state.partitions] = message.flag != 0;
+      ++g_state.partitions;
+    } else if (pidfd >= 0) {
+      sys::close(pidfd);
+    }
+  } else if (passed_fd >= 0) {
+    sys::close(passed_fd);
+  }
+  if (message.kind == kCgroup && g_state.cgroup_count < kMaxCgroups) {
+    std::memcpy(g_state.cgroups[g_state.cgroup_count], message.path, kPathMax);
+    g_state.v1[g_state.cgroup_count] = (message.flag & kCgroupV1) != 0;
+    g_state.kill_cgroup[g_state.cgroup_count] = (message.flag & kCgroupKill) != 0;
+    ++g_state.cgroup_count;
+  }
+  return 1;
+}
+
+// socket_fd: the guardian's end; scheduler_pidfd: a pidfd of the
+// scheduler's process (-1 without pidfds: then end-of-file alone says it is
+// gone).
+[[noreturn]] void guardian_main(int socket_fd, int scheduler_pidfd) noexcept {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU})
@@ -174,66 +242,37 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
   sigset_t none;
   sigemptyset(&none);
   sys::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // Keep only the socket (and stderr for the rare message).
-  if (socket_fd != 3) {
-    if (sys::dup2(socket_fd, 3) < 0) ::_exit(3);
-    socket_fd = 3;
+  // Keep only the socket as 3 and the scheduler's pidfd as 4 (and stderr
+  // for the rare message): both moved above 4 first, so that neither
+  // overwrites the other.
+  const int socket_copy = sys::dup_cloexec(socket_fd, 5);
+  if (socket_copy < 0 || sys::dup2(socket_copy, 3) < 0) ::_exit(3);
+  socket_fd = 3;
+  if (scheduler_pidfd >= 0) {
+    const int pidfd_copy = sys::dup_cloexec(scheduler_pidfd, 5);
+    scheduler_pidfd = pidfd_copy >= 0 && sys::dup2(pidfd_copy, 4) == 4 ? 4 : -1;
   }
-  sys::close_range(4u, ~0u, 0u);
+  sys::close_range(scheduler_pidfd >= 0 ? 5u : 4u, ~0u, 0u);
   const int devnull = sys::open("/dev/null", O_RDWR);
   if (devnull >= 0) {
     sys::dup2(devnull, STDIN_FILENO);
     sys::dup2(devnull, STDOUT_FILENO);
-    if (devnull > 3) sys::close(devnull);
+    if (devnull > 4) sys::close(devnull);
   }
 
+  // Until the scheduler says it is done (kFinish), its socket ends, or its
+  // process exits (the pidfd: a child it forked without exec may hold a
+  // copy of its end of the socket, so end-of-file may never come). The
+  // records it sent before it died are still queued: taken first.
   for (;;) {
-    Message message;
-    char control[CMSG_SPACE(sizeof(int))];
-    iovec iov{&message, sizeof message};
-    msghdr header{};
-    header.msg_iov = &iov;
-    header.msg_iovlen = 1;
-    header.msg_control = control;
-    header.msg_controllen = sizeof control;
-    const ssize_t n = sys::recvmsg(socket_fd, &header, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EOF: the scheduler is gone (or finished)
-    if (n != static_cast<ssize_t>(sizeof message)) continue;
-    message.path[kPathMax - 1] = '\0';
-    int passed_fd = -1;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c))
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-        std::memcpy(&passed_fd, CMSG_DATA(c), sizeof passed_fd);
-    if (message.kind == kDirectory) {
-      if (passed_fd >= 0 && g_state.directory_count < kMaxDirectories) {
-        g_state.directory_fds[g_state.directory_count] = passed_fd;
-        std::memcpy(g_state.directories[g_state.directory_count], message.path, kPathMax);
-        ++g_state.directory_count;
-      } else if (passed_fd >= 0) {
-        sys::close(passed_fd);
-      }
-      continue;
+    pollfd fds[2] = {{socket_fd, POLLIN, 0}, {scheduler_pidfd, POLLIN, 0}};
+    const int ready = sys::poll(fds, scheduler_pidfd >= 0 ? 2 : 1, -1);
+    if (ready < 0 && errno != EINTR) break;
+    const bool scheduler_gone = ready > 0 && scheduler_pidfd >= 0 && fds[1].revents != 0;
+    int got;
+    while ((got = take_record(socket_fd)) == 1) {
     }
-    if (message.kind == kPartition) {
-      const int pidfd = passed_fd;
-      if (pidfd >= 0 && g_state.partitions < kMaxPartitions) {
-        g_state.pidfds[g_state.partitions] = pidfd;
-        g_state.groups[g_state.partitions] = message.group;
-        g_state.kill[g_state.partitions] = message.flag != 0;
-        ++g_state.partitions;
-      } else if (pidfd >= 0) {
-        sys::close(pidfd);
-      }
-    } else if (passed_fd >= 0) {
-      sys::close(passed_fd);
-    }
-    if (message.kind == kCgroup && g_state.cgroup_count < kMaxCgroups) {
-      std::memcpy(g_state.cgroups[g_state.cgroup_count], message.path, kPathMax);
-      g_state.v1[g_state.cgroup_count] = (message.flag & kCgroupV1) != 0;
-      g_state.kill_cgroup[g_state.cgroup_count] = (message.flag & kCgroupKill) != 0;
-      ++g_state.cgroup_count;
-    }
+    if (got == 0 || scheduler_gone) break;
   }
 
   // 0. Kill every process of the cgroups whose partitions are to die:
@@ -294,6 +333,14 @@ void kill_cgroup(const char* dir, bool v1) noexcept {
 }  // namespace
 
 Guardian Guardian::start() {
+  // The scheduler's own process, for the guardian to watch (see
+  // guardian_main). Without pidfds (Linux < 5.3) it watches the socket only.
+  sys::UniqueFd self;
+  try {
+    self = sys::pidfd_open(::getpid());
+  } catch (const std::system_error& e) {
+    if (e.code().value() != ENOSYS) throw;
+  }
   int fds[2];
   if (sys::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
     sys::throw_errno("socketpair for the partition guardian");
@@ -305,7 +352,7 @@ Guardian Guardian::start() {
     // Its own process group: a terminal's Ctrl-C or a test's kill(-pgrp)
     // aimed at the scheduler's group must not take the guardian with it.
     sys::setpgid(0, 0);
-    guardian_main(fds[1]);
+    guardian_main(fds[1], self.get());
   }
   Guardian guardian;
   guardian.pid_ = pid;
@@ -414,6 +461,15 @@ void Guardian::watch_directory(int dir_fd, const std::string& name) {
 
 int Guardian::finish() noexcept {
   if (pid_ < 0) return 0;
+  // Done: say so, since end-of-file alone may never come (a child forked
+  // without exec may hold a copy of our end). A failed send (the guardian
+  // is gone) leaves the reap below to tell.
+  if (socket_) {
+    Message message{};
+    message.kind = kFinish;
+    while (sys::send(socket_.get(), &message, sizeof message, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
+  }
   socket_.reset();
   // A failed waitid() falls back to waitpid() on the PID (our unreaped
   // child): never a zombie guardian. nullopt: reaped by someone else.

@@ -4,9 +4,15 @@
 // The scheduler and the guardian share a SOCK_SEQPACKET socket pair. The
 // scheduler sends one record per partition (its pidfd rides along with
 // SCM_RIGHTS, so the guardian never signals a recycled PID) and one per
-// cgroup. When the scheduler's end closes -- it returned, threw, crashed or
-// was SIGKILLed: the kernel closes the descriptor in every case -- recv()
-// returns 0 and the guardian cleans up:
+// cgroup. When the scheduler is done the guardian cleans up: finish() (a
+// return or an exception) sends a last record saying so; a crash or SIGKILL
+// shows on a pidfd of the scheduler's process, opened before the fork,
+// which the guardian polls beside the socket. End-of-file on the socket
+// counts too, but alone it is not enough: a child that another thread of the
+// scheduler's process forked without exec holds a copy of the scheduler's
+// end (close-on-exec does not help there), and end-of-file would wait for
+// that unrelated child to exit. Records queued before the scheduler died
+// are taken first. Then:
 //   0. kills every process of the cgroups handed over with kill_on_exit
 //      (v2 cgroup.kill; v1: freeze, SIGKILL every PID in cgroup.procs);
 //   1. thaws every cgroup (v2 cgroup.freeze 0, v1 freezer.state THAWED);
@@ -57,8 +63,9 @@ class Guardian {
 
   bool running() const noexcept { return socket_.valid(); }
   pid_t pid() const noexcept { return pid_; }
-  // The scheduler's end of the socket: children must not inherit it (it is
-  // close-on-exec; a forked child that does not exec must close it).
+  // The scheduler's end of the socket (close-on-exec). A forked child that
+  // does not exec should close it; one that does not (a fork by another
+  // thread) delays nothing: the guardian does not wait for end-of-file.
   int socket_fd() const noexcept { return socket_.get(); }
 
   // Hands a partition's pidfd to the guardian. kill_on_exit: SIGKILL it when
@@ -78,8 +85,9 @@ class Guardian {
   // beyond kMaxDirectories, ENAMETOOLONG).
   void watch_directory(int dir_fd, const std::string& name);
 
-  // Closes the socket and waits for the guardian to finish its cleanup.
-  // Returns its exit status (0: clean).
+  // Tells the guardian the scheduler is done, closes the socket and waits
+  // for the guardian to finish its cleanup. Returns its exit status (0:
+  // clean).
   int finish() noexcept;
 
  private:

@@ -266,8 +266,10 @@ SignalChannel::SignalChannel(const std::vector<int>& signals, const Options& opt
       throw std::invalid_argument("SignalChannel: refusing " + signal_name(signo) + ": " + why);
     }
   }
-  if (options.realtime_capacity == 0) {
-    throw std::invalid_argument("SignalChannel: realtime_capacity must be at least 1");
+  if (options.realtime_capacity == 0 || options.realtime_capacity > kMaxRealtimeCapacity) {
+    throw std::invalid_argument("SignalChannel: realtime_capacity must be 1.." +
+                                std::to_string(kMaxRealtimeCapacity) + ", got " +
+                                std::to_string(options.realtime_capacity));
   }
   signals_ = signals;
   spin_ = options.spin;

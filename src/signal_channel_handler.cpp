@@ -67,6 +67,9 @@
 namespace doorbell::detail {
 namespace {
 
+static_assert(SignalChannel::kMaxRealtimeCapacity + 32 <= (std::size_t{1} << 20),
+              "the queue's cell count stays small and cannot wrap");
+
 constexpr int kMaxCores = 64;
 constexpr int kMaxSignal = 64;  // SIGRTMAX on Linux
 
@@ -76,6 +79,8 @@ std::uint64_t bit_of(int signo) {
 
 class HandlerCore {
  public:
+  // realtime_capacity: 1..SignalChannel::kMaxRealtimeCapacity (checked by
+  // SignalChannel), so the cell count below cannot wrap.
   HandlerCore(const std::vector<int>& signals, std::size_t realtime_capacity, bool chain)
       : chain_(chain),
         realtime_capacity_(realtime_capacity),
@@ -233,19 +238,17 @@ class HandlerCore {
   EventNotifier notifier_;
 };
 
-// A kept previous disposition, and the one it replaced. Never freed: a late
-// handler may still read a replaced one. Chaining each to its predecessor
-// keeps every one reachable, so leak checkers do not report them lost.
-struct KeptAction {
-  struct sigaction action;  // first member: &action and the node are interconvertible
-  const KeptAction* replaced;
-};
-
 struct SignalSlot {
   int watchers = 0;  // under g_mutex
-  // The disposition before the first watcher (the `action` of a KeptAction).
-  // The handler reads it through the pointer. One per distinct previous
-  // disposition, each kept for the life of the process.
+  // The disposition before the first watcher, allocated by install(). One
+  // per signal at most: it stays after the last channel stopped (a handler
+  // of ours that other code puts back restores it, see on_signal), and a
+  // constructor that finds another previous disposition replaces it and
+  // frees the old copy once no handler can read it. A handler reads it only
+  // while counted in g_active (it copies what it chains to before it leaves
+  // the count), so the replacement is: store the new pointer (seq_cst), wait
+  // until g_active is 0 (seq_cst), free the old one. A handler counted
+  // after that wait loads the new pointer (both sides seq_cst).
   std::atomic<const struct sigaction*> previous{nullptr};
 };
 
@@ -256,6 +259,8 @@ std::mutex g_mutex;
 // Test seam (signal_channel_hooks.h). Relaxed: a test installs the hook
 // before it provokes the race, and the hook synchronises on its own.
 std::atomic<SignalChannelHook> g_hook{nullptr};
+// Copies of previous dispositions alive (kept_disposition_count()).
+std::atomic<std::size_t> g_kept_count{0};
 
 void race_point(SignalChannelRacePoint point, int signo) noexcept {
   if (const SignalChannelHook hook = g_hook.load(std::memory_order_relaxed)) hook(point, signo);
@@ -295,7 +300,7 @@ const struct sigaction* previous_of(int signo) noexcept {
     action.sa_handler = SIG_DFL;
     return action;
   }();
-  const struct sigaction* kept = g_slots[signo].previous.load(std::memory_order_acquire);
+  const struct sigaction* kept = g_slots[signo].previous.load(std::memory_order_seq_cst);
   return kept != nullptr ? kept : &kDefault;
 }
 
@@ -332,7 +337,9 @@ void on_signal(int signo, siginfo_t* info, void* context) {
   race_point(SignalChannelRacePoint::handler_counted, signo);
   bool taken = false;
   bool chain = false;  // a core that recorded the instance asked to chain
-  const struct sigaction* chain_to = nullptr;
+  // A copy: the kept disposition may be freed once we leave the count.
+  struct sigaction chain_to {};
+  bool chain_previous = false;
   bool resend = false;
   if (signo > 0 && signo <= kMaxSignal) {
     for (auto& slot : g_cores) {
@@ -365,7 +372,8 @@ void on_signal(int signo, siginfo_t* info, void* context) {
     const bool has_handler = (previous->sa_flags & SA_SIGINFO) != 0 ||
                              (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN);
     if (has_handler && (!taken || chain)) {
-      chain_to = previous;
+      chain_to = *previous;
+      chain_previous = true;
     } else if (!has_handler && !taken && previous->sa_handler == SIG_DFL) {
       resend = true;
     }
@@ -373,16 +381,17 @@ void on_signal(int signo, siginfo_t* info, void* context) {
   // Leave the count BEFORE running the previous handler: it is not ours and
   // may never return (a shell's SIGINT handler siglongjmps to its prompt),
   // which would leave the count raised and every later stop() spinning.
-  // Nothing below touches a core: `previous` is never freed (SignalSlot) and
-  // the resend uses only this frame's siginfo. stop() thus waits for our
+  // Nothing below touches a core or a kept disposition (chain_to is our
+  // copy, see SignalSlot), and the resend uses only this frame's siginfo.
+  // stop() thus waits for our
   // code only; a chained handler may still run when stop() returns, as it
   // could run at any time before the channel existed.
   g_active.fetch_sub(1, std::memory_order_seq_cst);
-  if (chain_to != nullptr) {
-    if ((chain_to->sa_flags & SA_SIGINFO) != 0) {
-      chain_to->sa_sigaction(signo, info, context);
+  if (chain_previous) {
+    if ((chain_to.sa_flags & SA_SIGINFO) != 0) {
+      chain_to.sa_sigaction(signo, info, context);
     } else {
-      chain_to->sa_handler(signo);
+      chain_to.sa_handler(signo);
     }
   } else if (resend) {
     resend_to_self(signo, info);
@@ -495,9 +504,16 @@ class HandlerBackend final : public SignalBackend {
       if (is_ours(previous)) previous = *previous_of(signo);
       const struct sigaction* kept = slot.previous.load(std::memory_order_relaxed);
       if (kept == nullptr || !same_action(*kept, previous)) {
-        const auto* node =
-            new KeptAction{previous, reinterpret_cast<const KeptAction*>(kept)};  // see KeptAction
-        slot.previous.store(&node->action, std::memory_order_release);
+        // Replace the kept copy, and free the old one once no handler can
+        // be reading it (SignalSlot).
+        const auto* copy = new struct sigaction(previous);
+        g_kept_count.fetch_add(1, std::memory_order_relaxed);
+        slot.previous.store(copy, std::memory_order_seq_cst);
+        if (kept != nullptr) {
+          wait_for_handlers();
+          delete kept;
+          g_kept_count.fetch_sub(1, std::memory_order_relaxed);
+        }
       }
       const struct sigaction ours = our_action();
       if (sys::sigaction(signo, &ours, nullptr) != 0) sys::throw_errno("sigaction");
@@ -536,6 +552,10 @@ std::unique_ptr<SignalBackend> make_handler_backend(const std::vector<int>& sign
 
 void signal_channel_race_point(SignalChannelRacePoint point, int signo) noexcept {
   race_point(point, signo);
+}
+
+std::size_t kept_disposition_count() noexcept {
+  return g_kept_count.load(std::memory_order_relaxed);
 }
 
 void set_signal_channel_hook(SignalChannelHook hook) noexcept {

@@ -6,6 +6,8 @@
 // point then costs one relaxed load of a null pointer.
 #pragma once
 
+#include <cstddef>
+
 namespace doorbell::detail {
 
 enum class SignalChannelRacePoint {
@@ -45,6 +47,10 @@ using SignalChannelHook = void (*)(SignalChannelRacePoint point, int signo) noex
 
 // Installs `hook` (nullptr: none) for every channel of the process.
 void set_signal_channel_hook(SignalChannelHook hook) noexcept;
+
+// How many copies of previous dispositions the handler mechanism keeps now
+// (all signals together), for tests that check they stay bounded.
+std::size_t kept_disposition_count() noexcept;
 
 // Calls the installed hook, if any (for the points outside the handler
 // mechanism's file).

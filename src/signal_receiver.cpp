@@ -20,6 +20,7 @@
 
 #include "doorbell/bell.h"
 #include "doorbell/signal_channel.h"
+#include "signal_channel_backend.h"
 #include "signal_receiver_hooks.h"
 #include "sys/error.h"
 #include "sys/fd.h"
@@ -153,6 +154,11 @@ struct SignalReceiver::State {
   std::atomic<int> stage{running};
   std::atomic<uint64_t> received{0};
   bool joined = false;
+  // The fork generation the receiver was made in (the fork hooks that
+  // SignalChannel uses, signal_channel_backend.h): in a forked child the
+  // receiver thread and the state it shares with the parent (the eventfd,
+  // the thread's TID) are the parent's, and the object is inert.
+  std::uint64_t fork_generation = 0;
 
   void place(std::string& fatal_error);
   void run_sigwaitinfo();
@@ -287,6 +293,8 @@ SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callbac
 SignalReceiver::SignalReceiver(const std::vector<int>& signals, Callback callback, Options options)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
+  detail::install_fork_hooks();
+  s.fork_generation = detail::fork_generation();
   s.set = make_set(signals);
   s.wake_signal = signals.front();
   for (const int signo : signals) {
@@ -356,9 +364,36 @@ SignalReceiver::~SignalReceiver() {
   stop();
 }
 
+namespace {
+// The std::thread objects of receivers stopped in forked children (see
+// SignalReceiver::stop()): never joined nor destroyed, linked from here so
+// that they stay reachable (leak checkers).
+struct AbandonedThread {
+  std::thread thread;
+  AbandonedThread* next = nullptr;
+};
+std::atomic<AbandonedThread*> g_abandoned_threads{nullptr};
+}  // namespace
+
 void SignalReceiver::stop() {
   State& s = *state_;
   if (s.joined) return;
+  if (s.fork_generation != detail::fork_generation()) {
+    // A forked child: the receiver thread does not exist here, and its TID
+    // and the eventfd are the parent's. Waking it would signal a thread of
+    // another process (ESRCH) or wake the parent's thread with no stop
+    // behind it (it would spin); joining or destroying the std::thread
+    // object would act on a thread the C library no longer knows. So the
+    // child's copies of the descriptors are closed (with the State, as
+    // ever) and the std::thread object is set aside, untouched.
+    auto* abandoned = new AbandonedThread{std::move(s.thread)};
+    abandoned->next = g_abandoned_threads.load(std::memory_order_relaxed);
+    while (!g_abandoned_threads.compare_exchange_weak(abandoned->next, abandoned,
+                                                      std::memory_order_relaxed)) {
+    }
+    s.joined = true;
+    return;
+  }
   if (s.options.method == Method::signalfd) {
     s.stopping.store(true, std::memory_order_release);
     const uint64_t one = 1;

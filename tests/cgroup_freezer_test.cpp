@@ -18,6 +18,7 @@
 #include "sys/pidfd.h"
 #include "sys/proc.h"
 #include "tests/support/cgroup_probe.h"
+#include "tests/support/files.h"
 #include "tests/support/run_program.h"
 
 namespace doorbell {
@@ -175,6 +176,28 @@ TEST(CgroupFreezer, ExistingDirectory_IsEexistNotReused) {
     EXPECT_EQ(e.code().value(), EEXIST);
   }
   EXPECT_TRUE(fs::is_directory(first.path()));
+}
+
+// Issue 33, defect 9: cgroup.procs reads "0" as "the writer", so add(0)
+// moved the calling process itself into the freezer cgroup (and a freeze()
+// then froze the caller). 0 and negative PIDs are refused before any write.
+TEST(CgroupFreezer, AddPidZeroOrNegative_RefusedCallerStaysOut) {
+  DOORBELL_REQUIRE_V2_FREEZER();
+  const std::string own_before = test::slurp("/proc/self/cgroup");
+  CgroupFreezer cgroup = CgroupFreezer::create(unique_name("pid0"));
+  for (const pid_t pid : {0, -1, -2147483647 - 1}) {
+    try {
+      cgroup.add(pid);
+      ADD_FAILURE() << "add(" << pid << ") was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(pid)), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "add(" << pid
+                    << ") threw something else than invalid_argument: " << e.what();
+    }
+  }
+  EXPECT_TRUE(cgroup.processes().empty()) << "the caller was moved into the freezer cgroup";
+  EXPECT_EQ(test::slurp("/proc/self/cgroup"), own_before);
 }
 
 TEST(FreezerKeeper, HoldsAnEmptyV1CgroupFrozenAndRemovesIt) {

@@ -4,8 +4,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +21,7 @@
 
 #include "doorbell/signal_channel.h"
 #include "sys/proc.h"
+#include "tests/signal_test_support.h"
 
 using namespace std::chrono_literals;
 using doorbell::ChildProcess;
@@ -296,6 +300,78 @@ TEST(ChildProcess, RedirectionsApplyAsIfSimultaneous) {
     EXPECT_TRUE(success);
     EXPECT_EQ(our_two, "out\n") << "the child's stdout: our fd 2";
     EXPECT_EQ(our_one, "err\n") << "the child's stderr: our fd 1";
+  }
+}
+
+// Issue 33, defect 3: ~ChildProcess fell back to kill(pid, SIGKILL) when
+// pidfd_send_signal said ESRCH. ESRCH means the child was reaped elsewhere
+// and its PID is free: the destructor killed whatever process got the PID
+// next. Made deterministic in a fresh PID namespace: its init spawns the
+// child (PID 2), reaps it behind the object's back, sets ns_last_pid so that
+// its next fork gets PID 2 again, and destroys the object.
+// Exit codes: 0 pass, 1 the bystander was killed, 77 no PID namespace or
+// the PID did not come back (skip), others: the set-up failed.
+int destructor_after_reap_elsewhere_scenario() {
+  pid_t bystander = -1;
+  {
+    ChildProcess child = ChildProcess::spawn({"sleep", "30"});
+    if (!child.has_pidfd()) return 77;
+    const pid_t pid = child.pid();
+    if (::kill(pid, SIGKILL) != 0) return 10;
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED) != 0) return 11;  // elsewhere
+    const int fd = ::open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+    const std::string last = std::to_string(pid - 1);
+    const bool set =
+        fd >= 0 && ::write(fd, last.data(), last.size()) == static_cast<ssize_t>(last.size());
+    if (fd >= 0) ::close(fd);
+    if (!set) return 77;
+    bystander = ::fork();
+    if (bystander < 0) return 12;
+    if (bystander == 0) {
+      // Whatever the test process blocks or ignores: SIGTERM must end it.
+      ::signal(SIGTERM, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      for (;;) ::pause();
+    }
+    if (bystander != pid) {
+      ::kill(bystander, SIGKILL);
+      ::waitpid(bystander, nullptr, 0);
+      return 77;
+    }
+  }  // ~ChildProcess
+  // Alive, it dies of our SIGTERM; killed by the destructor, of SIGKILL.
+  ::kill(bystander, SIGTERM);
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(bystander), &info, WEXITED) != 0) return 13;
+  return info.si_code == CLD_KILLED && info.si_status == SIGKILL ? 1 : 0;
+}
+
+TEST(ChildProcess, DestructorAfterReapElsewhere_NeverSignalsRecycledPid) {
+  const auto outcome = doorbell::testing::run_in_child_with_deadline(
+      [] {
+        if (::unshare(CLONE_NEWPID) != 0) return 77;
+        const pid_t init = ::fork();  // PID 1 of the new namespace
+        if (init < 0) return 20;
+        if (init == 0) {
+          ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+          ::_exit(destructor_after_reap_elsewhere_scenario());
+        }
+        int status = 0;
+        while (::waitpid(init, &status, 0) < 0) {
+        }
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+      },
+      std::chrono::seconds(30));
+  ASSERT_FALSE(outcome.timed_out) << "the scenario hung (killed by the 30 s watchdog)";
+  ASSERT_TRUE(WIFEXITED(outcome.status)) << doorbell::testing::describe_wait_status(outcome.status);
+  const int code = WEXITSTATUS(outcome.status);
+  if (code == 77) GTEST_SKIP() << "cannot recycle a PID deterministically here (no PID namespace)";
+  EXPECT_NE(code, 1) << "~ChildProcess killed the unrelated process that reused its child's PID";
+  if (code != 1) {
+    EXPECT_EQ(code, 0) << "the scenario's set-up failed (code " << code << ")";
   }
 }
 

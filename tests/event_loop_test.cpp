@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -370,6 +371,47 @@ TEST(EventLoop, ReusedNumberWithADupOfTheClosedFdOpen_RoundsDoNotSpin) {
       << "the round returned before its timeout: the closed fd's registration still fires";
   ::close(number);
   ::close(duplicate);
+}
+
+// Issue 33, defect 2: an fd closed under the loop whose number now names a
+// file epoll cannot watch (a regular file, a memfd): epoll_ctl says EPERM
+// for that number. add() took it as "another file"; remove() rethrew EPERM
+// and kept the registration, modify() likewise, and the rebuild threw it
+// for ever after, so every run_once() threw.
+TEST(EventLoop, FdClosedUnderTheLoopNowARegularFile_RemoveModifyAndRoundsCope) {
+  EventLoop loop;
+  Pipe a, b, c;
+  for (Pipe* p : {&a, &b, &c}) loop.add(p->r, EventLoop::kReadable, [](uint32_t) {});
+  const int numbers[3] = {a.r, b.r, c.r};
+  for (Pipe* p : {&a, &b, &c}) {
+    const int file = ::memfd_create("doorbell-regular", MFD_CLOEXEC);
+    ASSERT_GE(file, 0);
+    const int number = p->r;
+    ::close(p->r);
+    p->r = -1;
+    ASSERT_EQ(::dup3(file, number, O_CLOEXEC), number);
+    ::close(file);
+  }
+  auto expect_closed_under_loop = [&](const std::function<void()>& call, const char* what) {
+    try {
+      call();
+      ADD_FAILURE() << what << ": no error";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code().value(), EBADF) << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("closed while registered"), std::string::npos)
+          << what << ": " << e.what();
+    }
+  };
+  expect_closed_under_loop([&] { loop.remove(numbers[0]); }, "remove");
+  EXPECT_FALSE(loop.contains(numbers[0]));
+  expect_closed_under_loop([&] { loop.modify(numbers[1], EventLoop::kWritable); }, "modify");
+  EXPECT_FALSE(loop.contains(numbers[1]));
+  // The third is still in the tables (reported at its next call); the
+  // rounds go on meanwhile.
+  for (int round = 0; round < 2; ++round) EXPECT_NO_THROW(loop.run_once(0ms)) << "round " << round;
+  expect_closed_under_loop([&] { loop.remove(numbers[2]); }, "remove (third)");
+  EXPECT_NO_THROW(loop.run_once(0ms));
+  for (const int number : numbers) ::close(number);
 }
 
 }  // namespace

@@ -345,19 +345,9 @@ partition::RunOptions one_frame() {
   return options;
 }
 
-// run() reported a failed pthread_sigmask() with whatever errno held (EINVAL
-// in the sweep), not the error number pthread_sigmask() returns.
-TEST(FaultRegressions, PartitionRun_MaskCallFails_ReportsItsError) {
-  partition::Scheduler scheduler(one_partition());
-  try {
-    with_fault(fault::Call::sigprocmask, 1, EAGAIN, [&] { scheduler.run(one_frame()); });
-    ADD_FAILURE() << "no error";
-  } catch (const std::system_error& e) {
-    EXPECT_EQ(e.code().value(), EAGAIN) << e.what();
-  }
-}
-
-// The same for clock_getcpuclockid(), which also returns its error.
+// run() reported a failed clock_getcpuclockid() with whatever errno held,
+// not the error number it returns. (A failed pthread_sigmask() was the
+// first such case; run() calls none since issue 33.)
 TEST(FaultRegressions, PartitionRun_CpuClockFails_ReportsItsError) {
   partition::Scheduler scheduler(one_partition());
   try {
@@ -424,23 +414,25 @@ TEST(FaultRegressions, PartitionRun_StartUpResumeFails_SaysSoWithoutWaiting) {
   EXPECT_TRUE(said) << "no warning says the start-up resume failed";
 }
 
-// run() returned with SIGCHLD still blocked when the restore of the mask
-// failed (the contract: the mask is restored before run() returns). It
-// cannot fail; the end is the documented abort, not a changed mask.
-TEST(FaultRegressions, PartitionRun_MaskRestoreFails_NeverReturnsWithTheMaskChanged) {
+// run() once blocked SIGCHLD for a signalfd and returned with it still
+// blocked when the restore of the mask failed. Since issue 33 (defect 5:
+// that signalfd took the caller's SIGCHLDs) run() changes no mask at all: a
+// failing sigprocmask cannot leave one changed, and run() goes on.
+TEST(FaultRegressions, PartitionRun_SigprocmaskFails_MaskNeverChanged) {
   const auto outcome = run_in_child_with_deadline(
       [] {
         const std::string before = mask_text();
-        partition::Scheduler scheduler(one_partition());
-        with_fault(fault::Call::sigprocmask, 2, EAGAIN, [&] { scheduler.run(one_frame()); });
-        return mask_text() == before ? 0 : 1;
+        for (int nth = 1; nth <= 2; ++nth) {
+          partition::Scheduler scheduler(one_partition());
+          with_fault(fault::Call::sigprocmask, nth, EAGAIN, [&] { scheduler.run(one_frame()); });
+          if (mask_text() != before) return 1;
+        }
+        return 0;
       },
       20s);
   EXPECT_FALSE(outcome.timed_out);
-  EXPECT_FALSE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 1)
-      << "run() returned with the signal mask changed";
-  EXPECT_TRUE(WIFSIGNALED(outcome.status) && WTERMSIG(outcome.status) == SIGABRT)
-      << describe_wait_status(outcome.status);
+  EXPECT_TRUE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0)
+      << describe_wait_status(outcome.status) << " (1: run() returned with the mask changed)";
 }
 
 }  // namespace

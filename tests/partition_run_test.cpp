@@ -1,6 +1,7 @@
 // Real runs of the partition scheduler with real programs as partitions
 // (tests/partition_progs/progress.cpp). Each TEST is its own process.
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -17,13 +18,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "doorbell/child_process.h"
 #include "doorbell/partition.h"
+#include "doorbell/signal_channel.h"
 #include "gtest/gtest.h"
 #include "sys/proc.h"
 #include "tests/partition_progs/progress.h"
@@ -486,6 +490,190 @@ TEST(PartitionRun, StopsThatNeverCompleted_TeachTheStopLeadNothing) {
   EXPECT_GE(never_stopped, 4u) << "the partition stopped: the test's premise does not hold";
 }
 
+// --- issue 33: process boundaries ----------------------------------------------
+
+// A schedule of one entry partition that only waits.
+Schedule one_waiting_partition(SuspendMethod method) {
+  Schedule s;
+  s.major_frame_ns = 20'000'000;
+  s.method = method;
+  PartitionSpec a;
+  a.name = "A";
+  a.entry = [] {
+    for (;;) ::pause();
+    return 0;
+  };
+  s.partitions.push_back(a);
+  s.windows.push_back({"A", 0, 8'000'000, 0});
+  return s;
+}
+
+// request_stop() from SIGALRM, `after` from now: a watchdog for runs that
+// the old code did not end.
+Scheduler* g_alarm_target = nullptr;
+void stop_on_alarm(int) {
+  if (g_alarm_target != nullptr) g_alarm_target->request_stop();
+}
+void request_stop_after(Scheduler& scheduler, std::chrono::milliseconds after) {
+  g_alarm_target = &scheduler;
+  struct sigaction action {};
+  action.sa_handler = stop_on_alarm;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ASSERT_EQ(::sigaction(SIGALRM, &action, nullptr), 0);
+  itimerval once{};
+  once.it_value.tv_sec = after.count() / 1000;
+  once.it_value.tv_usec = (after.count() % 1000) * 1000;
+  ASSERT_EQ(::setitimer(ITIMER_REAL, &once, nullptr), 0);
+}
+
+// Issue 33, defect 6: duration_ns = INT64_MAX overflowed in the frame count
+// (duration + frame - 1): the run lasted one frame. duration_ns <= 0 gave
+// one frame and frames = 0 meant "for ever", neither said nor checked. Now
+// the count saturates, and a count or duration below 1 is refused before
+// anything starts.
+TEST(PartitionRun, ExtremeFramesAndDuration_SaturateOrAreRefused) {
+  for (const auto& [frames, duration] :
+       std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>>{
+           {0, std::nullopt},
+           {-1, std::nullopt},
+           {INT64_MIN, std::nullopt},
+           {std::nullopt, 0},
+           {std::nullopt, -1},
+           {std::nullopt, INT64_MIN}}) {
+    Scheduler scheduler(one_waiting_partition(SuspendMethod::sigstop));
+    request_stop_after(scheduler, 300ms);  // the old code ran for ever on frames = 0
+    RunOptions options;
+    options.frames = frames;
+    options.duration_ns = duration;
+    EXPECT_THROW(scheduler.run(options), std::invalid_argument)
+        << "frames " << frames.value_or(999) << ", duration_ns " << duration.value_or(999);
+    const itimerval off{};
+    ::setitimer(ITIMER_REAL, &off, nullptr);
+  }
+  for (const int64_t duration : {INT64_MAX, INT64_MAX - 1, INT64_MAX - 20'000'000}) {
+    Scheduler scheduler(one_waiting_partition(SuspendMethod::sigstop));
+    request_stop_after(scheduler, 200ms);
+    RunOptions options;
+    options.duration_ns = duration;
+    const RunReport report = scheduler.run(options);
+    EXPECT_TRUE(report.stopped_early)
+        << "duration " << duration << ": ended by itself after " << report.frames << " frame(s)";
+    EXPECT_GE(report.frames, 2) << "duration " << duration;
+  }
+  // The same for frames near the type's maximum.
+  Scheduler scheduler(one_waiting_partition(SuspendMethod::sigstop));
+  request_stop_after(scheduler, 200ms);
+  RunOptions options;
+  options.frames = INT64_MAX;
+  const RunReport report = scheduler.run(options);
+  EXPECT_TRUE(report.stopped_early);
+  EXPECT_GE(report.frames, 2);
+}
+
+// Forks, once the partitions are started, a child that holds every
+// descriptor of the scheduler's process (a fork without exec, as another
+// thread of the program might make) and lives `seconds` unless killed.
+class ForkStrayChild : public WindowObserver {
+ public:
+  explicit ForkStrayChild(int seconds, std::string pid_file = {})
+      : seconds_(seconds), pid_file_(std::move(pid_file)) {}
+  void partitions_started(const std::vector<pid_t>&) override {
+    stray_ = ::fork();
+    if (stray_ == 0) {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds_);
+      while (std::chrono::steady_clock::now() < end) ::usleep(100'000);
+      ::_exit(0);
+    }
+    if (!pid_file_.empty()) std::ofstream(pid_file_) << stray_ << "\n";
+  }
+  void refine(RunReport&) override {}
+  pid_t stray() const noexcept { return stray_; }
+
+ private:
+  int seconds_;
+  std::string pid_file_;
+  pid_t stray_ = -1;
+};
+
+// Issue 33, defect 4 (first half): the guardian's socket was inherited by a
+// child forked without exec during run(); the guardian waited for
+// end-of-file, which came only when that unrelated child exited, and
+// run()'s clean-up waited for the guardian: 10 frames took 3,103 ms instead
+// of ~220. Now run() returns while the stray child still lives.
+TEST(PartitionSafety, StrayForkHoldingDescriptors_RunEndsWithoutWaitingForIt) {
+  Scheduler scheduler(one_waiting_partition(SuspendMethod::sigstop));
+  ForkStrayChild stray(20);
+  RunOptions options;
+  options.frames = 5;
+  options.observer = &stray;
+  const RunReport report = scheduler.run(options);
+  EXPECT_EQ(report.frames, 5);
+  ASSERT_GT(stray.stray(), 0);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(stray.stray()), &info, WEXITED | WNOHANG), 0);
+  EXPECT_EQ(info.si_pid, 0) << "run() returned only after the unrelated child had exited";
+  ::kill(stray.stray(), SIGKILL);
+  ::waitpid(stray.stray(), nullptr, 0);
+}
+
+// Issue 33, defect 5: run() read every SIGCHLD of the process from its
+// signalfd, so the caller's own child's exit notice never reached the
+// caller's SignalChannel (11 of 11 runs). Now run() reads no SIGCHLD: the
+// caller's child exits during the frames (the freezer makes no SIGCHLD of
+// its own then) and the caller's channel has the event.
+class OwnChildDuringRun : public WindowObserver {
+ public:
+  explicit OwnChildDuringRun(SignalChannel& channel) : channel_(channel) {}
+  void partitions_started(const std::vector<pid_t>&) override {
+    channel_.dispatch([](const SignalEvent&) {});  // the partitions' start-up
+    own_.emplace(ChildProcess::spawn({"true"}));
+  }
+  void refine(RunReport&) override {
+    pollfd exited{own_->fd(), POLLIN, 0};
+    ::poll(&exited, 1, 5000);  // the caller's child has exited (its SIGCHLD is sent)
+    const auto give_up = std::chrono::steady_clock::now() + 5s;
+    while (!seen_ && std::chrono::steady_clock::now() < give_up) {
+      const auto event = channel_.receive(100ms);
+      if (event) seen_events_ += event->describe() + "; ";
+      // Its own event, or merged into a partition's pending one (standard
+      // signals coalesce: the channel counts it in `coalesced`).
+      if (event && event->signal == SIGCHLD &&
+          (event->sender_pid == own_->pid() || event->coalesced > 0))
+        seen_ = true;
+    }
+  }
+  bool seen() const noexcept { return seen_; }
+  const std::string& seen_events() const noexcept { return seen_events_; }
+  ChildProcess& own() { return *own_; }
+
+ private:
+  SignalChannel& channel_;
+  std::optional<ChildProcess> own_;
+  bool seen_ = false;
+  std::string seen_events_;
+};
+
+TEST(PartitionRun, CallersOwnChild_ItsSigchldReachesTheCallersChannel) {
+  DOORBELL_REQUIRE_V2_FREEZER();
+  SignalChannel::Options channel_options;
+  channel_options.mechanism = SignalMechanism::handler;
+  SignalChannel channel({SIGCHLD}, channel_options);
+  Scheduler scheduler(one_waiting_partition(SuspendMethod::freezer));
+  OwnChildDuringRun observer(channel);
+  RunOptions options;
+  options.frames = 10;
+  options.observer = &observer;
+  const RunReport report = scheduler.run(options);
+  EXPECT_EQ(report.method, "freezer");
+  EXPECT_TRUE(observer.seen()) << "the caller's child's SIGCHLD did not reach the caller's channel "
+                               << "(child " << observer.own().pid()
+                               << "; events: " << observer.seen_events() << ")";
+  const auto status = observer.own().wait_for(5s);
+  ASSERT_TRUE(status.has_value()) << "the caller's child was reaped by someone else";
+  EXPECT_TRUE(status->success()) << status->describe();
+}
+
 // --- the scheduler SIGKILLed mid-window: the guardian must clean up ----------
 
 char process_state(pid_t pid) {
@@ -501,7 +689,10 @@ std::vector<std::string> leftover_cgroups(pid_t scheduler_pid) {
   return test::cgroups_with_prefix("doorbell-" + std::to_string(scheduler_pid) + "-");
 }
 
-void kill_scheduler_mid_window(SuspendMethod method, OnSchedulerExit on_exit) {
+// stray: the scheduler's process forks a child without exec once the
+// partitions are started (issue 33, defect 4), which holds its descriptors
+// and outlives it.
+void kill_scheduler_mid_window(SuspendMethod method, OnSchedulerExit on_exit, bool stray = false) {
   // Orphans (the partitions, the guardian) come to us, so we can reap them
   // and see how they died.
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
@@ -515,6 +706,8 @@ void kill_scheduler_mid_window(SuspendMethod method, OnSchedulerExit on_exit) {
       Scheduler scheduler(s);
       RunOptions options;
       options.frames = 1000;
+      ForkStrayChild stray_child(60, dir + "/stray");
+      if (stray) options.observer = &stray_child;
       scheduler.run(options);
     } catch (...) {
       ::_exit(1);
@@ -579,6 +772,18 @@ void kill_scheduler_mid_window(SuspendMethod method, OnSchedulerExit on_exit) {
       EXPECT_EQ(::waitid(P_PID, pid, &info, WEXITED), 0);
     }
   }
+  if (stray) {
+    // Our orphan now (subreaper): still alive, the PID is safe.
+    pid_t stray_pid = 0;
+    std::ifstream(dir + "/stray") >> stray_pid;
+    EXPECT_GT(stray_pid, 0) << "the stray child was not made";
+    if (stray_pid > 0) {
+      EXPECT_NE(process_state(stray_pid), '\0')
+          << "the stray child is gone: the test proves nothing";
+      ::kill(stray_pid, SIGKILL);
+      ::waitpid(stray_pid, nullptr, 0);
+    }
+  }
   // The guardian exits cleanly once it is done.
   for (;;) {
     siginfo_t info{};
@@ -606,6 +811,18 @@ TEST(PartitionSafety, SchedulerSigkilledMidWindow_Sigstop_ResumeLeavesThemRunnin
 
 TEST(PartitionSafety, SchedulerSigkilledMidWindow_SigstopAllThreads_PartitionsKilled) {
   kill_scheduler_mid_window(SuspendMethod::sigstop_all_threads, OnSchedulerExit::kill);
+}
+
+// Issue 33, defect 4 (second half): after a SIGKILL of the scheduler the
+// partitions stayed stopped (state T) until the unrelated child that held
+// the guardian's socket exited. The guardian now watches the scheduler's
+// process itself.
+TEST(PartitionSafety, SchedulerSigkilledWhileStrayForkHoldsItsDescriptors_ResumedPromptly) {
+  kill_scheduler_mid_window(SuspendMethod::sigstop, OnSchedulerExit::resume, true);
+}
+
+TEST(PartitionSafety, SchedulerSigkilledWhileStrayForkHoldsItsDescriptors_Killed) {
+  kill_scheduler_mid_window(SuspendMethod::sigstop_all_threads, OnSchedulerExit::kill, true);
 }
 
 // --- the CLI: Ctrl-C ends the run cleanly, with a report ----------------------

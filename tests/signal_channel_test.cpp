@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -649,6 +651,62 @@ TEST(SignalChannelHandler, RealtimeOverflowIsCounted) {
   EXPECT_EQ(stats.signals, 50u);
   EXPECT_EQ(stats.overflowed, 42u);
   EXPECT_EQ(stats.events + stats.overflowed, 50u) << "every instance is delivered or counted";
+}
+
+// Issue 33, defect 1: the queue was sized bit_ceil(realtime_capacity + 32)
+// without an overflow check. SIZE_MAX ("keep everything") wrapped to 32
+// cells: once real-time instances filled them, a standard signal's record
+// was never pushed and its pending mark stayed set, so every later instance
+// was merged into nothing. SIZE_MAX - 31 (and anything above 2^63) gave one
+// cell, and try_receive() looped for ever. Each value must either be refused
+// (std::invalid_argument) or work: every SIGUSR1 arrives. In a child with a
+// deadline, since the old code hangs.
+int huge_capacity_scenario(std::size_t capacity) {
+  const int rt = SIGRTMIN + 5;
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::handler;
+  options.realtime_capacity = capacity;
+  std::unique_ptr<SignalChannel> channel;
+  try {
+    channel = std::make_unique<SignalChannel>(std::vector<int>{SIGUSR1, rt}, options);
+  } catch (const std::invalid_argument&) {
+    return 0;  // refused: as documented
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 40; ++i)
+      if (sigqueue_value(rt, i) != 0) return 10;
+    if (::kill(::getpid(), SIGUSR1) != 0) return 11;
+    int usr1 = 0;
+    for (int i = 0; i < 1000; ++i) {
+      const auto event = channel->try_receive();
+      if (!event) break;
+      usr1 += event->signal == SIGUSR1;
+    }
+    if (usr1 != 1) return 1;
+  }
+  const auto stats = channel->stats();
+  if (stats.events + stats.overflowed + stats.coalesced != stats.signals) return 2;
+  return 0;
+}
+
+TEST(SignalChannelHandler, HugeRealtimeCapacity_RefusedOrLosesNothing) {
+  DOORBELL_SKIP_IF_SANITIZER_MERGES_SIGNALS(true);
+  const std::size_t max = std::numeric_limits<std::size_t>::max();
+  // The documented maximum (65,536) works; the rest are refused or work.
+  for (const std::size_t capacity :
+       {std::size_t{65536}, max, max - 31, max - 32, (std::size_t{1} << 63) + 1}) {
+    const auto outcome = doorbell::testing::run_in_child_with_deadline(
+        [capacity] { return huge_capacity_scenario(capacity); }, std::chrono::seconds(10));
+    EXPECT_FALSE(outcome.timed_out) << "capacity " << capacity << ": hung (try_receive loops)";
+    EXPECT_TRUE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0)
+        << "capacity " << capacity << ": "
+        << doorbell::testing::describe_wait_status(outcome.status)
+        << " (1: a SIGUSR1 was lost, 2: an instance neither delivered nor counted)";
+  }
+  SignalChannel::Options options;
+  options.mechanism = SignalMechanism::handler;
+  options.realtime_capacity = 65536;
+  EXPECT_NO_THROW(SignalChannel({SIGRTMIN + 5}, options));
 }
 
 TEST(SignalNames, AreReadable) {

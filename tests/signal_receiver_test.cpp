@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
@@ -438,6 +439,63 @@ TEST(SignalReceiver, StopWhileSignalsArrive_NoAbort) {
       << " (SIGABRT: stop() aborted on the exited receiver thread; 2: the receiver neither "
          "took the signal nor left; 3: the signal was not received exactly once; 4: the "
          "callback saw something else; 5: a SIGUSR1 was left pending)";
+}
+
+// Issue 33, defect 7: a SignalReceiver destroyed in a forked child (static
+// destructors, a scope left before _exit). With sigwaitinfo the child
+// aborted (rt_tgsigqueueinfo to the parent's receiver thread: ESRCH); with
+// signalfd it wrote the eventfd it shares with the parent, whose receiver
+// thread then spun: the fd stayed readable and `stopping` false. Now the
+// child's copy is inert; the parent's receiver goes on. In a fresh process
+// (the "parent") with a deadline.
+// The receiver thread was seen asleep ('S') at least once in 20 looks over
+// about 2 s: a spinning thread is always running or runnable ('R').
+bool seen_asleep(pid_t tid) {
+  for (int look = 0; look < 20; ++look) {
+    const auto state = doorbell::sys::read_thread_signal_state(::getpid(), tid);
+    if (state && state->state == 'S') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+int destroyed_in_forked_child_scenario(Method method) {
+  (void)doorbell::block_signals_in_this_thread({SIGUSR1});
+  std::atomic<int> callbacks{0};
+  SignalReceiver::Options options;
+  options.method = method;
+  auto receiver = std::make_unique<SignalReceiver>(
+      std::vector<int>{SIGUSR1}, [&](const siginfo_t&) { callbacks.fetch_add(1); }, options);
+  const pid_t tid = receiver->placement().tid;
+  const pid_t child = ::fork();
+  if (child < 0) return 10;
+  if (child == 0) {
+    receiver->stop();  // harmless: the receiver thread is the parent's
+    receiver.reset();  // likewise the destructor
+    ::_exit(0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;  // the child aborted
+  if (!seen_asleep(tid)) return 2;                               // the parent's thread spins
+  if (::kill(::getpid(), SIGUSR1) != 0) return 11;
+  if (!wait_until([&] { return callbacks.load() == 1; })) return 3;
+  receiver->stop();
+  return 0;
+}
+
+TEST(SignalReceiver, DestroyedInForkedChild_HarmlessParentKeepsReceiving) {
+  for (const Method method : {Method::sigwaitinfo, Method::signalfd}) {
+    const auto outcome = doorbell::testing::run_in_child_with_deadline(
+        [method] { return destroyed_in_forked_child_scenario(method); }, std::chrono::seconds(30));
+    const char* name = method == Method::sigwaitinfo ? "sigwaitinfo" : "signalfd";
+    EXPECT_FALSE(outcome.timed_out) << name << ": hung";
+    EXPECT_TRUE(WIFEXITED(outcome.status) && WEXITSTATUS(outcome.status) == 0)
+        << name << ": " << doorbell::testing::describe_wait_status(outcome.status)
+        << " (1: the child's destructor aborted; 2: the parent's receiver thread spins; 3: the "
+           "parent's receiver no longer receives)";
+  }
 }
 
 }  // namespace

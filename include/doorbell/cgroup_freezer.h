@@ -32,14 +32,17 @@
 //   sit on the scheduler's hot path.
 //
 // Threads, fork, processes
-//   Not thread-safe; one owner. After fork the child must not use it (the
-//   destructor would remove the cgroup under the parent). The cgroup is
+//   Not thread-safe; one owner. After fork the child must not use it; its
+//   copy is harmless to destroy: remove() and the destructor in a process
+//   other than the creator only close that process's descriptors and leave
+//   the cgroup to the parent (they once removed it under the parent). The cgroup is
 //   machine-wide state: a process that dies without calling remove() leaves
 //   it behind, which is why the partition scheduler also hands every cgroup
 //   to its guardian process (partition.h).
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -97,7 +100,9 @@ class CgroupFreezer {
   const std::string& fallback_reason() const noexcept { return fallback_reason_; }
 
   // Moves process pid (all its threads) into the cgroup. Throws
-  // std::system_error.
+  // std::invalid_argument for pid <= 0 (cgroup.procs would read 0 as the
+  // caller itself), std::system_error when the kernel refuses (ESRCH: no
+  // such process).
   void add(pid_t pid);
 
   // Requests freezing / thawing. Returns 0 or -errno. noexcept.
@@ -139,8 +144,9 @@ class CgroupFreezer {
   std::string path_;
   std::string parent_;
   std::string fallback_reason_;
-  int control_fd_ = -1;  // cgroup.freeze or freezer.state, opened O_RDWR
-  int events_fd_ = -1;   // cgroup.events (v2)
+  int control_fd_ = -1;       // cgroup.freeze or freezer.state, opened O_RDWR
+  int events_fd_ = -1;        // cgroup.events (v2)
+  pid_t owner_ = ::getpid();  // the process that created the cgroup
 };
 
 // Holds an empty v1 freezer cgroup frozen for its lifetime so that the v1

@@ -30,10 +30,14 @@
 //
 // Threads: one object, one thread at a time. Different objects are
 // independent. Async-signal-safety: none. Fork: the object belongs to the
-// process that spawned the child (only the parent can reap it).
+// process that spawned the child (only the parent can reap it). In a forked
+// child, send_signal(), try_wait(), wait() and wait_for() throw
+// std::logic_error, and the destructor only closes the child's copy of the
+// pidfd (it once SIGKILLed the parent's child).
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <optional>
@@ -121,8 +125,10 @@ class ChildProcess {
  private:
   ChildProcess(pid_t pid, int pidfd) noexcept : pid_(pid), pidfd_(pidfd) {}
   void release() noexcept;
+  void check_owner(const char* what) const;
   pid_t pid_ = -1;
   int pidfd_ = -1;
+  pid_t owner_ = ::getpid();  // the process that spawned the child
   std::optional<ExitStatus> status_;
 };
 

@@ -19,7 +19,9 @@
 //    An fd closed while registered is a caller bug that the loop reports
 //    rather than tolerates: remove() and modify() of it, and add() of a new
 //    fd that got the same number, throw std::system_error(EBADF) saying so,
-//    and drop the registration. The loop can tell only at the next
+//    and drop the registration, also when the number now names a file
+//    epoll cannot watch (a regular file: epoll_ctl says EPERM for it, which
+//    the loop takes as "closed under it"). The loop can tell only at the next
 //    add()/modify()/remove() of that number. epoll forgets a registration
 //    only when the file's LAST descriptor closes: while a duplicate of the
 //    fd stays open (a dup(), a copy inherited by a child) the kernel's

@@ -44,9 +44,10 @@
 //   for freezers cgroup.events "frozen 1" / freezer.state FROZEN).
 //   overrun = stopped - nominal end: how far the partition ran into the next
 //   window (it includes the scheduler's own wake-up lateness, reported apart
-//   as wake_late). Stops are noticed by SIGCHLD, backed by a poll every
-//   250 us while a stop is pending, and a freeze by polling the freezer's
-//   state every 50 us (v1 has no notification; the kernel rate-limits v2's
+//   as wake_late). Stops are noticed by polling each partition with
+//   waitid (by pidfd, WNOHANG) every 50 us while a stop is pending (SIGCHLD
+//   is the caller's: see "Process-wide state"), and a freeze by polling the
+//   freezer's state every 50 us (v1 has no notification; the kernel rate-limits v2's
 //   cgroup.events POLLPRI to one per 12 ms at HZ=250, so a freeze 10 ms
 //   after its thaw is notified late; POLLPRI is watched too); the notice
 //   time is stop_noticed_ns. The scheduler sleeps between polls: a shorter timeout
@@ -114,8 +115,10 @@
 // Safety
 //   Before any partition exists a guardian process is forked. Every
 //   partition's pidfd (SCM_RIGHTS) and process group, and every cgroup, is
-//   handed to it. When the scheduler's end of the socket closes -- normal
-//   return, exception, crash, SIGKILL -- the guardian kills every process of
+//   handed to it. When the scheduler is done -- normal return or exception
+//   (it says so on the socket), crash or SIGKILL (the guardian watches the
+//   scheduler's process through a pidfd, so a copy of the socket that a
+//   forked child still holds does not matter) -- the guardian kills every process of
 //   the cgroups (OnSchedulerExit::kill: v2 cgroup.kill, v1 freeze and kill
 //   each), thaws every cgroup, SIGCONTs every partition and its group, kills
 //   them (OnSchedulerExit::kill) or leaves them running, and removes the
@@ -136,10 +139,25 @@
 //   reaches only the scheduler, which stops cleanly (request_stop()).
 //
 // Process-wide state
-//   run() blocks SIGCHLD in the calling thread (a signalfd watches it) and
-//   sets the calling thread to SCHED_FIFO with SCHED_RESET_ON_FORK; both are
-//   restored before run() returns. run() reaps only its own partitions (and
-//   its guardian), by pidfd. Do not call run() from two threads at once.
+//   run() sets the calling thread to SCHED_FIFO with SCHED_RESET_ON_FORK,
+//   restored before run() returns. It leaves signal masks and dispositions
+//   alone and reads no signal: SIGCHLD, for the partitions' stops and exits
+//   too, reaches the caller's handler or SignalChannel as it would without
+//   run() (the partitions are children of the process). run() waits for and
+//   reaps only its own partitions (and its guardian), by pidfd; code of the
+//   caller's that reaps any child (waitpid(-1), SIGCHLD set to SIG_IGN)
+//   takes partitions from it. Do not call run() from two threads at once.
+//
+// Fork
+//   A Scheduler belongs to the process that made it. run() in a forked child
+//   of a process whose run() is under way is a run of its own (new guardian,
+//   new partitions); request_stop() in the child writes the eventfd it
+//   shares with the parent, so it stops the parent's run too. A child forked
+//   during run() (by another thread, or a partition's entry) holds copies of
+//   the scheduler's descriptors, all close-on-exec: the guardian does not
+//   depend on them closing (it watches the scheduler's process), so such a
+//   child neither delays the end of run() nor keeps the partitions stopped
+//   after the scheduler dies.
 #pragma once
 
 #include <sys/types.h>
@@ -286,8 +304,14 @@ class WindowObserver {
 };
 
 struct RunOptions {
-  std::optional<int64_t> frames;       // stop after this many major frames
-  std::optional<int64_t> duration_ns;  // or after this long (whole frames)
+  // How long run() goes on. frames: this many major frames, at least 1.
+  // duration_ns: the whole frames that cover it (rounded up, without
+  // overflow: INT64_MAX runs for ~292 years), at least 1 ns; it wins when
+  // both are set. Neither: until request_stop() (or a partition's exit with
+  // OnPartitionExit::stop_schedule). run() throws std::invalid_argument for
+  // frames or duration_ns below 1, before anything starts.
+  std::optional<int64_t> frames;
+  std::optional<int64_t> duration_ns;
   // 1..99: SCHED_FIFO at that priority; 0: do not ask for SCHED_FIFO.
   // run() refuses anything else (std::invalid_argument).
   int fifo_priority = 80;
@@ -448,9 +472,10 @@ class Scheduler {
   // RunOptions::fifo_priority outside 0..99 or a negative start_delay_ns.
   // On return every partition was handled as on_scheduler_exit says (killed
   // and reaped, or resumed and released), every cgroup removed, and the
-  // calling thread's mask and policy restored. Throws
-  // std::system_error on set-up failure (after cleaning up), ScheduleError
-  // for a command that cannot be found. Call once.
+  // calling thread's policy restored. Throws std::invalid_argument for
+  // RunOptions out of range (see RunOptions), std::system_error on set-up
+  // failure (after cleaning up), ScheduleError for a command that cannot be
+  // found. Call once.
   RunReport run(const RunOptions& options);
 
   // Asks run() to stop at the next boundary. Async-signal-safe; may be

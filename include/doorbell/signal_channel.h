@@ -245,20 +245,28 @@ class SignalChannel {
  public:
   using Spin = SignalChannelSpin;
 
+  // The largest Options::realtime_capacity (65,536). More than the kernel
+  // usually queues for a user anyway (RLIMIT_SIGPENDING); SIZE_MAX as "keep
+  // everything" is refused rather than wrapped.
+  static constexpr std::size_t kMaxRealtimeCapacity = std::size_t{1} << 16;
+
   struct Options {
     SignalMechanism mechanism = SignalMechanism::automatic;
     // Handler mechanism: call a handler that was installed before the
     // channel, after recording the event.
     bool chain_previous = true;
     // Handler mechanism: real-time instances kept until read; more are
-    // counted in stats().overflowed. At least 1.
+    // counted in stats().overflowed. 1..kMaxRealtimeCapacity. The queue is
+    // allocated up front: bit_ceil(realtime_capacity + 32) cells of under
+    // 64 bytes (8 MB at the maximum).
     std::size_t realtime_capacity = 4096;
     // The spin budget of receive(timeout) (see "Spinning"); none by default.
     Spin spin{};
   };
 
   // Watches `signals`. Throws std::invalid_argument for an empty set, a
-  // refused signal (see above), a realtime_capacity of 0, or masks that the
+  // refused signal (see above), a realtime_capacity of 0 or above
+  // kMaxRealtimeCapacity (whatever the mechanism), or masks that the
   // mechanism cannot work with (the message names the thread and signal);
   // std::system_error when a kernel call fails (signalfd, eventfd,
   // sigaction), or when more than 64 handler-mechanism channels exist.

@@ -74,8 +74,19 @@
 //
 // Thread safety: received(), placement(), verify() may be called from any
 // thread; stop() from any thread but the receiver's, once at a time (not
-// concurrently with itself or the destructor). Not usable across fork: the child has no receiver
-// thread (only the forking thread survives) and inherits the blocked mask.
+// concurrently with itself or the destructor).
+//
+// Fork. A receiver belongs to the process that created it. A forked child
+// has no receiver thread (only the forking thread survives) and inherits
+// the blocked mask: in the child nothing receives the set. The child's copy
+// of the object is inert and harmless to stop() or destroy (static
+// destructors, a scope left before _exit): it closes the child's copies of
+// its descriptors and touches nothing of the parent's (no wake-up is sent,
+// the parent's receiver goes on). received() and placement() report the
+// state at the fork. It uses the fork hooks of SignalChannel (pthread_atfork;
+// a child of a raw clone() or _Fork() is not recognised). Create a new
+// receiver in the child if it wants the signals. exec() ends it all anyway
+// (its descriptors are close-on-exec).
 #pragma once
 
 #include <signal.h>
