@@ -124,6 +124,10 @@ void EventLoop::forget_closed(int fd) noexcept {
 void EventLoop::add(int fd, uint32_t events, Callback callback) {
   if (fd < 0) throw std::invalid_argument("EventLoop::add: negative fd");
   if (!callback) throw std::invalid_argument("EventLoop::add: empty callback");
+  // A registration forgotten as closed may still sit in the old instance
+  // (its file alive in a duplicate): the pending rebuild drops it first, or
+  // the add below would meet it (EEXIST) and refuse a new fd as a double add.
+  if (rebuild_pending_) rebuild_epoll();
   epoll_event ev{};
   ev.events = to_epoll(events);
   if (auto it = by_fd_.find(fd); it != by_fd_.end()) {

@@ -439,7 +439,7 @@ TEST(Runner, QuickBudgetCsvFieldsAndWatchdogLimit) {
   ASSERT_FALSE(report.is_null()) << why;
   ASSERT_EQ(report["scenarios"].size(), 3u) << report.dump(1);
   const json& hung = report["scenarios"][0];
-  EXPECT_NE(hung["reason"].get<std::string>().find("may take at most 250 ms"), std::string::npos)
+  EXPECT_NE(hung["reason"].get<std::string>().find("may take at most 250.0 ms"), std::string::npos)
       << hung["reason"];
   const json& stalls = report["scenarios"][2];
   EXPECT_EQ(stalls["name"], "watchdogtest/stalls_quick");
