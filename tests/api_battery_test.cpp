@@ -56,6 +56,7 @@
 #include "tests/signal_test_support.h"
 #include "tests/support/cgroup_probe.h"
 #include "tests/support/files.h"
+#include "tests/support/schedules.h"
 
 // Flip to true once branch `boundaries` (issue 33's nine defects) is merged.
 inline constexpr bool kDefectsFixedOnThisBranch = true;
@@ -311,17 +312,7 @@ bool signal_refused_by_channel(i128 v) {
 }
 
 partition::Schedule small_schedule() {
-  partition::Schedule s;
-  s.major_frame_ns = 10'000'000;
-  s.method = partition::SuspendMethod::sigstop;
-  partition::PartitionSpec p;
-  p.name = "p";
-  p.entry = []() -> int {
-    for (;;) ::pause();
-  };
-  s.partitions.push_back(p);
-  s.windows.push_back({"p", 0, 4'000'000, 0});
-  return s;
+  return test::one_pausing_partition();
 }
 
 // Runs the small schedule with `options` and a request_stop() after 60 ms,

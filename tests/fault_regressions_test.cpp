@@ -31,6 +31,7 @@
 #include "sys/reap.h"
 #include "tests/signal_test_support.h"
 #include "tests/support/cgroup_probe.h"
+#include "tests/support/schedules.h"
 
 namespace doorbell {
 namespace {
@@ -324,17 +325,7 @@ TEST(FaultRegressions, FreezerRemove_TransientEnomem_Retried) {
 }
 
 partition::Schedule one_partition() {
-  partition::Schedule s;
-  s.major_frame_ns = 10'000'000;
-  s.method = partition::SuspendMethod::sigstop;
-  partition::PartitionSpec p;
-  p.name = "p";
-  p.entry = []() -> int {
-    for (;;) ::pause();
-  };
-  s.partitions.push_back(p);
-  s.windows.push_back({"p", 0, 4'000'000, 0});
-  return s;
+  return test::one_pausing_partition();
 }
 
 partition::RunOptions one_frame() {

@@ -55,6 +55,7 @@
 #include "tests/signal_test_support.h"
 #include "tests/support/cgroup_probe.h"
 #include "tests/support/files.h"
+#include "tests/support/schedules.h"
 #include "tests/support/threads.h"
 
 namespace doorbell {
@@ -407,17 +408,7 @@ class FreezerSubject : public Subject {
 };
 
 partition::Schedule waiting_schedule() {
-  partition::Schedule s;
-  s.major_frame_ns = 10'000'000;
-  s.method = partition::SuspendMethod::sigstop;
-  partition::PartitionSpec p;
-  p.name = "p";
-  p.entry = []() -> int {
-    for (;;) ::pause();
-  };
-  s.partitions.push_back(p);
-  s.windows.push_back({"p", 0, 4'000'000, 0});
-  return s;
+  return test::one_pausing_partition();
 }
 
 std::string run_one_frame(partition::Scheduler& scheduler) {
