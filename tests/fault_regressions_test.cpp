@@ -25,7 +25,7 @@
 #include "doorbell/signal_channel.h"
 #include "doorbell/signal_receiver.h"
 #include "doorbell/thread_broadcast.h"
-#include "partition_guardian.h"
+#include "partition/partition_guardian.h"
 #include "sys/fault.h"
 #include "sys/pidfd.h"
 #include "sys/reap.h"

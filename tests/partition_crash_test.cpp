@@ -35,7 +35,7 @@
 
 #include "doorbell/partition.h"
 #include "gtest/gtest.h"
-#include "partition_guardian.h"
+#include "partition/partition_guardian.h"
 #include "tests/partition_progs/progress.h"
 #include "tests/support/cgroup_probe.h"
 

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "rate_limiter_hooks.h"
+#include "ratelimit/rate_limiter_hooks.h"
 #include "tests/signal_test_support.h"
 
 namespace doorbell {

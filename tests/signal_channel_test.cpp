@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "signal_channel_hooks.h"
+#include "signals/signal_channel_hooks.h"
 #include "sys/proc.h"
 #include "tests/signal_test_support.h"
 

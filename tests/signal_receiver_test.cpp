@@ -23,7 +23,7 @@
 
 #include "doorbell/bell.h"
 #include "doorbell/signal_channel.h"
-#include "signal_receiver_hooks.h"
+#include "signals/signal_receiver_hooks.h"
 #include "sys/proc.h"
 #include "tests/signal_test_support.h"
 

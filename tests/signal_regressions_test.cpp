@@ -25,7 +25,7 @@
 
 #include "doorbell/child_process.h"
 #include "doorbell/signal_channel.h"
-#include "signal_channel_hooks.h"
+#include "signals/signal_channel_hooks.h"
 #include "sys/proc.h"
 #include "tests/signal_test_support.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "src/cpu_relax.h"
+#include "src/sys/cpu_relax.h"
 
 namespace doorbell::lab {
 

@@ -6,7 +6,7 @@
 // (PR_SET_PDEATHSIG); a killed process runs no destructor, and its
 // instance would stay (events enabled, tracing on, megabytes of buffers).
 // InstanceGuard hands the instance's directory to a guardian process
-// (src/partition_guardian.h, the partition scheduler's): when this process
+// (src/partition/partition_guardian.h, the partition scheduler's): when this process
 // ends, however it ends, the guardian removes the instance (rmdir of an
 // instance disables its events and frees its buffers) and exits; after a
 // normal end the instance is gone already and it finds nothing to do.
@@ -21,7 +21,7 @@
 // calls after fork).
 #pragma once
 
-#include "partition_guardian.h"
+#include "partition/partition_guardian.h"
 #include "sys/fd.h"
 #include "sys/tracefs.h"
 

@@ -36,7 +36,7 @@
 //     the freezer with a stop lead (max_stop_lead_us=2000).
 //
 // Safety: every process and cgroup made here is handed to a guardian process
-// (src/partition_guardian.h) that thaws, continues and kills them and removes
+// (src/partition/partition_guardian.h) that thaws, continues and kills them and removes
 // the cgroups if the lab dies.
 #include <poll.h>
 #include <sched.h>
@@ -59,7 +59,7 @@
 #include "lab/common/time.h"
 #include "lab/harness/scenario.h"
 #include "lab/partition/window_trace.h"
-#include "partition_guardian.h"
+#include "partition/partition_guardian.h"
 #include "sys/error.h"
 #include "sys/pidfd.h"
 

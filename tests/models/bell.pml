@@ -1,4 +1,4 @@
-/* The Bell protocol (src/bell.cpp) as a Promela model, checked by spin.
+/* The Bell protocol (src/wake/bell.cpp) as a Promela model, checked by spin.
  *
  * The word is (rung, waiters); the kernel's futex queue is queued[]. A
  * futex_wait compares the word with the waiter's snapshot and enqueues

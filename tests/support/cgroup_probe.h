@@ -1,5 +1,5 @@
 // What the tests know about cgroups, found without the code under test
-// (src/cgroup_freezer.cpp): a test decides from these whether a freezer test
+// (src/partition/cgroup_freezer.cpp): a test decides from these whether a freezer test
 // must run, so that a bug in probe_freezers() cannot turn into a skip.
 //
 // Also the clean-up every freezer test needs when it fails half-way: thaw,

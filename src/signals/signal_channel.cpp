@@ -16,9 +16,9 @@
 #include <string>
 #include <thread>
 
-#include "deadline.h"
-#include "signal_channel_backend.h"
-#include "signal_channel_hooks.h"
+#include "signals/signal_channel_backend.h"
+#include "signals/signal_channel_hooks.h"
+#include "sys/deadline.h"
 #include "sys/error.h"
 #include "sys/proc.h"
 #include "sys/syscalls.h"

@@ -55,10 +55,10 @@
 #include <new>
 #include <string>
 
-#include "cpu_relax.h"
 #include "doorbell/event_notifier.h"
-#include "signal_channel_backend.h"
-#include "signal_channel_hooks.h"
+#include "signals/signal_channel_backend.h"
+#include "signals/signal_channel_hooks.h"
+#include "sys/cpu_relax.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"

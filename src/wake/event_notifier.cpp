@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "deadline.h"
+#include "sys/deadline.h"
 #include "sys/error.h"
 #include "sys/syscalls.h"
 

@@ -1,4 +1,4 @@
-#include "partition_guardian.h"
+#include "partition/partition_guardian.h"
 
 #include <fcntl.h>
 #include <poll.h>

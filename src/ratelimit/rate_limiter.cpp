@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rate_limiter_hooks.h"
+#include "ratelimit/rate_limiter_hooks.h"
 #include "sys/error.h"
 #include "sys/syscalls.h"
 #include "sys/tgkill.h"

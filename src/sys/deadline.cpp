@@ -1,4 +1,4 @@
-#include "deadline.h"
+#include "sys/deadline.h"
 
 #include <climits>
 #include <cstdint>

@@ -20,8 +20,8 @@
 
 #include "doorbell/bell.h"
 #include "doorbell/signal_channel.h"
-#include "signal_channel_backend.h"
-#include "signal_receiver_hooks.h"
+#include "signals/signal_channel_backend.h"
+#include "signals/signal_receiver_hooks.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/proc.h"

@@ -40,10 +40,10 @@
 #include <map>
 #include <memory>
 
-#include "cpu_relax.h"
 #include "doorbell/partition.h"
 #include "doorbell/thread_broadcast.h"
-#include "partition_guardian.h"
+#include "partition/partition_guardian.h"
+#include "sys/cpu_relax.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/path.h"

@@ -13,8 +13,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "deadline.h"
 #include "doorbell/signal_channel.h"
+#include "sys/deadline.h"
 #include "sys/error.h"
 #include "sys/pidfd.h"
 #include "sys/reap.h"

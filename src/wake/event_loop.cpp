@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "deadline.h"
 #include "doorbell/timer.h"
+#include "sys/deadline.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"

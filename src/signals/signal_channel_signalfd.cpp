@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <deque>
 
-#include "signal_channel_backend.h"
+#include "signals/signal_channel_backend.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/syscalls.h"

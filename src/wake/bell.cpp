@@ -28,8 +28,8 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "cpu_relax.h"
-#include "deadline.h"
+#include "sys/cpu_relax.h"
+#include "sys/deadline.h"
 #include "sys/error.h"
 #include "sys/futex.h"
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "deadline.h"
+#include "sys/deadline.h"
 
 namespace doorbell {
 namespace detail {
