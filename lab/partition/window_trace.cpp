@@ -42,7 +42,7 @@ struct Interval {
 }  // namespace
 
 TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vector<pid_t>& pids,
-                                partition::RunReport& report) {
+                                partition::RunReport& report, int64_t complete_until_ns) {
   std::stable_sort(events.begin(), events.end(),
                    [](const SchedEvent& x, const SchedEvent& y) { return x.ts_ns < y.ts_ns; });
   std::unordered_map<pid_t, std::size_t> owner;
@@ -139,9 +139,20 @@ TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vecto
     }
   };
   std::vector<std::vector<std::size_t>> windows_of(intervals.size());
-  for (std::size_t i = 0; i < report.windows.size(); ++i)
-    if (report.windows[i].partition < intervals.size())
-      windows_of[report.windows[i].partition].push_back(i);
+  for (std::size_t i = 0; i < report.windows.size(); ++i) {
+    const partition::WindowRecord& w = report.windows[i];
+    if (w.partition >= intervals.size()) continue;
+    // The last time this window's figures look at: its stop (or, never
+    // stopped, the run's end) and its nominal end.
+    const int64_t until = w.stopped_ns > 0 ? std::max(w.stopped_ns, w.nominal_end_ns)
+                                           : std::numeric_limits<int64_t>::max();
+    if (until >= complete_until_ns) {
+      if (figures.past_bound++ == 0 || w.frame < figures.first_frame_past_bound)
+        figures.first_frame_past_bound = w.frame;
+      continue;
+    }
+    windows_of[w.partition].push_back(i);
+  }
   // Per window, indexed by its place in report.windows.
   std::vector<bool> first_from_wakeup(report.windows.size(), false);
   std::vector<int64_t> last(report.windows.size(), 0);
@@ -220,6 +231,9 @@ struct SchedSwitchWindows::Session {
   std::optional<tracefs::Instance> instance;
   int switch_id = -1, wakeup_id = -1, wakeup_new_id = -1, fork_id = -1, exit_id = -1;
   std::vector<SchedEvent> events;
+  std::size_t max_events = 0;
+  std::size_t not_kept = 0;
+  int64_t first_not_kept_ns = std::numeric_limits<int64_t>::max();
   std::thread reader;
   std::mutex mutex;
   std::condition_variable wake;
@@ -252,12 +266,21 @@ struct SchedSwitchWindows::Session {
       } else {
         return;
       }
+      if (events.size() >= max_events) {
+        ++not_kept;
+        first_not_kept_ns = std::min(first_not_kept_ns, static_cast<int64_t>(e.ts_ns));
+        return;
+      }
       events.push_back(e);
     });
+    // At the bound the kernel stops recording: what it would record is not
+    // kept anyway.
+    if (not_kept > 0) instance->tracing_off();
   }
 };
 
-SchedSwitchWindows::SchedSwitchWindows() = default;
+SchedSwitchWindows::SchedSwitchWindows(std::size_t max_events)
+    : max_events_(std::max<std::size_t>(max_events, 1)) {}
 
 SchedSwitchWindows::~SchedSwitchWindows() {
   if (session_ && session_->reader.joinable()) {
@@ -287,6 +310,8 @@ bool SchedSwitchWindows::available(std::string* why_not) {
 void SchedSwitchWindows::partitions_started(const std::vector<pid_t>& pids) {
   pids_ = pids;
   auto s = std::make_unique<Session>();
+  s->max_events = max_events_;
+  s->events.reserve(std::min<std::size_t>(max_events_, std::size_t{1} << 16));
   s->formats.emplace(std::vector<tracefs::EventName>(std::begin(kEvents), std::end(kEvents)));
   s->switch_id = s->formats->id("sched", "sched_switch");
   s->wakeup_id = s->formats->id("sched", "sched_wakeup");
@@ -353,7 +378,16 @@ void SchedSwitchWindows::refine(partition::RunReport& report) {
         " events (buffer overrun): first run and CPU after end are from the CPU clock");
     return;
   }
-  figures_ = apply_sched_events(std::move(session_->events), pids_, report);
+  not_kept_ = session_->not_kept;
+  figures_ =
+      apply_sched_events(std::move(session_->events), pids_, report, session_->first_not_kept_ns);
+  if (not_kept_ > 0)
+    report.warnings.push_back("sched_switch trace kept its first " + std::to_string(max_events_) +
+                              " events (its bound; " + std::to_string(not_kept_) +
+                              " more not kept): the " + std::to_string(figures_.past_bound) +
+                              " windows from frame " +
+                              std::to_string(figures_.first_frame_past_bound) +
+                              " on keep the CPU-clock figures (first run, stop, CPU after end)");
   report.first_run = {"sched_switch", 1};
   report.cpu_after_end = {"sched_switch", 1};
   report.stopped = {"sched_switch (last switch-out after the suspension)", 1};

@@ -21,7 +21,13 @@
 // A reader thread drains the buffers when a CPU's is a quarter full (8 MB a
 // CPU), and at the end: a drain takes up to a millisecond of CPU, which a
 // partition's stopping threads would wait for. The events are kept (24
-// bytes each) and matched with the windows in refine():
+// bytes each, at most max_events of them: 4 Mi events, 96 MiB, by default;
+// a busy two-partition schedule here makes about 5,000 a second, so the
+// bound holds some 14 minutes of it) and matched with the windows in
+// refine(). Past the bound the trace is switched off and the events not
+// kept are counted: every event before the first one not kept is there, so
+// the windows that end before it are refined and the later ones keep their
+// clock figures, which a warning says (with the frame they start at):
 //   first_run_ns      the first time, at or after resume_requested and
 //                     before suspend_requested, a thread of the partition
 //                     was on a CPU;
@@ -41,6 +47,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +71,10 @@ struct TraceFigures {
   std::size_t first_runs_from_wakeup = 0;  // of those, started from idle without a switch event
   std::size_t cpu_after_end = 0;           // windows given a CPU-after-end figure
   std::size_t stops = 0;                   // windows whose stop time came from a switch-out
+  // Windows left with their clock figures because they end at or after
+  // complete_until_ns (the trace's bound was reached before they ended).
+  std::size_t past_bound = 0;
+  int64_t first_frame_past_bound = 0;
   // Run intervals looked at while matching them with the windows: the work
   // done, which must grow with intervals + windows, not their product.
   std::size_t intervals_examined = 0;
@@ -72,13 +83,17 @@ struct TraceFigures {
 // Matches events (any order) with the windows of `report`: sets first_run_ns
 // and cpu_after_end_ns of every window from the tasks of partition i, which
 // start as pids[i] and grow by fork. Pure: tested on known inputs.
+// complete_until_ns: every event before it is in `events` (later ones may be
+// missing): windows that need events from that time on are left alone.
 TraceFigures apply_sched_events(std::vector<SchedEvent> events, const std::vector<pid_t>& pids,
-                                partition::RunReport& report);
+                                partition::RunReport& report,
+                                int64_t complete_until_ns = std::numeric_limits<int64_t>::max());
 
 class SchedSwitchWindows final : public partition::WindowObserver {
  public:
   // The tracing session is made by partitions_started(); nothing here.
-  SchedSwitchWindows();
+  static constexpr std::size_t kDefaultMaxEvents = std::size_t{4} << 20;  // 96 MiB of events
+  explicit SchedSwitchWindows(std::size_t max_events = kDefaultMaxEvents);
   ~SchedSwitchWindows() override;
   SchedSwitchWindows(const SchedSwitchWindows&) = delete;
   SchedSwitchWindows& operator=(const SchedSwitchWindows&) = delete;
@@ -96,13 +111,17 @@ class SchedSwitchWindows final : public partition::WindowObserver {
 
   std::size_t events() const noexcept { return events_seen_; }
   long long lost() const noexcept { return lost_; }
+  // Events past the bound, not kept (the trace is switched off at the bound).
+  std::size_t not_kept() const noexcept { return not_kept_; }
   const TraceFigures& figures() const noexcept { return figures_; }
 
  private:
   struct Session;
   std::unique_ptr<Session> session_;
   std::vector<pid_t> pids_;
+  std::size_t max_events_;
   std::size_t events_seen_ = 0;
+  std::size_t not_kept_ = 0;
   long long lost_ = 0;
   TraceFigures figures_;
 };
