@@ -457,6 +457,14 @@ std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scena
         r.available = true;
         r.value = x / y;
         if (ratio.reference > 0.0) r.versus_reference = r.value / ratio.reference;
+        const std::string num_name =
+            num_metric.empty() ? num->scenario->primary_metric : num_metric;
+        r.flags = figure_flags(num->scenario->name, num_name, ratio.statistic,
+                               static_cast<double>(a->summary.count), num->warnings);
+        for (auto& flag : figure_flags(den->scenario->name, metric_name, ratio.statistic,
+                                       static_cast<double>(b->summary.count), den->warnings))
+          if (std::find(r.flags.begin(), r.flags.end(), flag) == r.flags.end())
+            r.flags.push_back(std::move(flag));
       }
     }
     out.push_back(std::move(r));
