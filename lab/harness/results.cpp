@@ -329,7 +329,12 @@ void print_table(const RunResults& results, std::ostream& out) {
       std::string line;
       for (const auto& [name, sp] : r.counter_spread)
         line += fmt::format("{}{}={:.4g}", line.empty() ? "" : "  ", name, sp.median);
-      out << "      counters (median of reps): " << line << "\n";
+      // The count column is every repetition's samples together; a counter
+      // is the median of the repetitions' own: a stop_latency row with count
+      // 3 showed samples=0 (most repetitions took none). Say both.
+      out << fmt::format("      counters (median of {} reps; count is all reps together): ",
+                         r.repetitions)
+          << line << "\n";
     }
     for (const auto& note : r.notes) out << "      note: " << note << "\n";
     for (const auto& warning : r.warnings) out << "      WARNING: " << warning << "\n";
