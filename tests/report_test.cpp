@@ -369,6 +369,48 @@ TEST(Report, FewSamplesAndFlaggedRowsTravelIntoRatiosAndReferences) {
       << reference_part;
 }
 
+// Issue 34 item 9 in the comparison of two runs: a B/A change built from a
+// flagged row, or from a percentile its count cannot support, is marked.
+TEST(Report, ComparisonMarksChangesFromFlaggedOrThinRows) {
+  auto read = [](const std::string& file) {
+    std::ifstream in(kData + file);
+    return nlohmann::json::parse(in);
+  };
+  nlohmann::json a = read("small_results.json"), b = read("small_results_b.json");
+  for (auto& s : b["scenarios"]) {
+    if (s["name"] == "ladder/atomic_flag") s["metrics"]["latency"]["count"] = 50;
+    if (s["name"] == "ladder/self_kill")
+      s["warnings"] = {"1 sample longer than the repetition's budget"};
+  }
+  fs::path dir = work_dir("compare_flags");
+  doorbell::report::ReportOptions options;
+  options.gnuplot = "/nonexistent/gnuplot";
+  doorbell::report::write_html_report(
+      {doorbell::lab::results_from_json(a), doorbell::lab::results_from_json(b)},
+      (dir / "r.html").string(), options);
+  const std::string html = slurp(dir / "r.html");
+  std::smatch m;
+  // ladder/atomic_flag: p50 stands on 50 samples, p99 does not.
+  ASSERT_TRUE(
+      std::regex_search(html, m, std::regex("<tr><td><code>ladder/atomic_flag</code>.*?</tr>")));
+  const std::string thin = m.str();
+  EXPECT_NE(thin.find("*</td>"), std::string::npos) << thin;
+  std::size_t marks = 0;
+  for (std::size_t at = thin.find("!</td>"); at != std::string::npos;
+       at = thin.find("!</td>", at + 1))
+    ++marks;
+  EXPECT_EQ(marks, 1u) << thin;  // the p99 change only
+  // ladder/self_kill is flagged in B: both of its changes are marked.
+  ASSERT_TRUE(
+      std::regex_search(html, m, std::regex("<tr><td><code>ladder/self_kill</code>.*?</tr>")));
+  const std::string flagged = m.str();
+  marks = 0;
+  for (std::size_t at = flagged.find("!</td>"); at != std::string::npos;
+       at = flagged.find("!</td>", at + 1))
+    ++marks;
+  EXPECT_EQ(marks, 2u) << flagged;
+}
+
 TEST(Report, RejectsNoRunsAndMoreThanTwo) {
   auto results = doorbell::lab::read_results_file(kData + "small_results.json");
   EXPECT_THROW(doorbell::report::write_html_report({}, "/dev/null"), std::invalid_argument);
