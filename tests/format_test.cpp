@@ -123,5 +123,115 @@ TEST(Table, RatioOfTimesSaysWhichSideIsFaster) {
   EXPECT_EQ(j["ratios"][0]["in_words"], "Asio 1.46x faster than our signalfd channel");
 }
 
+// Issue 36 item 5: an e2e row of count 9 showed p90 = p99 = p99.9 = max
+// without a word. A percentile its count cannot support is marked in the
+// table, with a FEW SAMPLES line, and listed in the JSON.
+TEST(Table, PercentilesTheCountCannotSupportAreMarked) {
+  const Scenario few = long_title("test/few", "nine samples");
+  const Scenario many = long_title("test/many", "a thousand samples");
+  RunResults results;
+  results.scenarios.push_back(ok_row(few, 7000));
+  results.scenarios.back().metrics[0].summary.count = 9;
+  results.scenarios.back().metrics[0].summary.p50 = 5000;
+  results.scenarios.push_back(ok_row(many, 3000));
+  results.scenarios.back().metrics[0].summary.count = 1000;
+  std::ostringstream out;
+  print_table(results, out);
+  const std::string text = out.str();
+  const auto line_of = [&](const std::string& title) {
+    const std::size_t at = text.find(title);
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  // p50 stands; p90, p99 and p99.9 carry the mark; max does not.
+  EXPECT_NE(line_of("nine samples").find("5.00 µs  7.00 µs*  7.00 µs*  7.00 µs*   7.00 µs "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(line_of("a thousand samples").find('*'), std::string::npos) << text;
+  EXPECT_NE(text.find("FEW SAMPLES"), std::string::npos) << text;
+  const nlohmann::json j = to_json(results, "test");
+  EXPECT_EQ(j["scenarios"][0]["metrics"]["latency"]["unsupported_percentiles"],
+            nlohmann::json::array({"p90", "p99", "p99.9"}));
+  EXPECT_EQ(j["scenarios"][1]["metrics"]["latency"]["unsupported_percentiles"],
+            nlohmann::json::array());
+}
+
+// Issue 34 item 9: a ratio built from a flagged row, or from a percentile its
+// count cannot support, says so in the table and the JSON.
+TEST(Table, RatioFromAFlaggedOrThinRowIsMarked) {
+  const Scenario a = long_title("test/flagged", "flagged");
+  const Scenario b = long_title("test/thin", "thin");
+  const Scenario c = long_title("test/plain", "plain");
+  RunResults results;
+  results.scenarios.push_back(ok_row(a, 3000));
+  results.scenarios.back().metrics[0].summary.count = 5000;
+  results.scenarios.back().warnings.push_back("1 sample longer than the repetition's budget");
+  results.scenarios.push_back(ok_row(b, 2000));
+  results.scenarios.back().metrics[0].summary.count = 9;
+  results.scenarios.push_back(ok_row(c, 1000));
+  results.scenarios.back().metrics[0].summary.count = 5000;
+  const std::vector<Ratio> ratios = {
+      {.name = "flagged / plain", .numerator = "test/flagged", .denominator = "test/plain"},
+      {.name = "plain / thin, p99",
+       .numerator = "test/plain",
+       .denominator = "test/thin",
+       .statistic = "p99"},
+      {.name = "plain / plain", .numerator = "test/plain", .denominator = "test/plain"}};
+  results.ratios = compute_ratios(results.scenarios, ratios);
+  ASSERT_EQ(results.ratios.size(), 3u);
+  const nlohmann::json j = to_json(results, "test");
+  ASSERT_TRUE(j["ratios"][0].contains("flags")) << j["ratios"].dump(1);
+  EXPECT_NE(j["ratios"][0]["flags"].dump().find("test/flagged is flagged: 1 sample longer"),
+            std::string::npos)
+      << j["ratios"][0].dump(1);
+  ASSERT_TRUE(j["ratios"][1].contains("flags")) << j["ratios"].dump(1);
+  EXPECT_NE(j["ratios"][1]["flags"].dump().find("p99 of 'latency' of test/thin rests on 9 "
+                                                "samples (it needs 100)"),
+            std::string::npos)
+      << j["ratios"][1].dump(1);
+  EXPECT_EQ(j["ratios"][2]["flags"], nlohmann::json::array());
+  std::ostringstream out;
+  print_table(results, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("FLAGGED: test/flagged is flagged"), std::string::npos) << text;
+  EXPECT_NE(text.find("FLAGGED: p99 of 'latency' of test/thin rests on 9 samples"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("3.00x!"), std::string::npos) << text;
+  EXPECT_EQ(text.find("1.00x!"), std::string::npos) << text;
+}
+
+// "published figures beside ours" from a flagged row says so.
+TEST(Table, PublishedFigureBesideAFlaggedRowIsMarked) {
+  register_reference({.scenario = "test/reference_flagged",
+                      .what = "a figure from a paper",
+                      .value_ns = 2000,
+                      .statistic = "p99",
+                      .source = "a paper"});
+  const Scenario a = long_title("test/reference_flagged", "flagged");
+  RunResults results;
+  results.scenarios.push_back(ok_row(a, 3000));
+  results.scenarios.back().metrics[0].summary.count = 50;
+  results.scenarios.back().warnings.push_back("1 sample longer than the repetition's budget");
+  std::ostringstream out;
+  print_table(results, out);
+  const std::string text = out.str();
+  const std::size_t at = text.find("a figure from a paper");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string after = text.substr(at, 600);
+  EXPECT_NE(after.find("3.00 µs!"), std::string::npos) << text;
+  EXPECT_NE(after.find("FLAGGED: test/reference_flagged is flagged"), std::string::npos) << text;
+  EXPECT_NE(after.find("p99 of 'latency' of test/reference_flagged rests on 50 samples"),
+            std::string::npos)
+      << text;
+  const nlohmann::json j = to_json(results, "test");
+  bool found = false;
+  for (const auto& r : j["references"])
+    if (r["scenario"] == "test/reference_flagged") {
+      found = true;
+      EXPECT_EQ(r["flags"].size(), 2u) << r.dump(1);
+    }
+  EXPECT_TRUE(found) << j["references"].dump(1);
+}
+
 }  // namespace
 }  // namespace doorbell::lab

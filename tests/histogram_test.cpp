@@ -137,5 +137,34 @@ TEST(Summary, StatisticByNameAndUnknownName) {
   EXPECT_THROW(statistic(s, "p42"), std::invalid_argument);
 }
 
+// Issue 36 item 5: a percentile p needs ceil(1 / (1 - p)) samples; with
+// fewer, its rank is the largest sample's (count 9: p90 = p99 = p99.9 = max).
+// Integer arithmetic: 1 / (1 - 0.99) is 100.00000000000009 in doubles.
+TEST(Histogram, SamplesNeededForEachPercentile) {
+  EXPECT_EQ(samples_needed(50), 2u);
+  EXPECT_EQ(samples_needed(90), 10u);
+  EXPECT_EQ(samples_needed(99), 100u);
+  EXPECT_EQ(samples_needed(99.9), 1000u);
+  EXPECT_EQ(samples_needed(100), 1u);  // the max is exact
+  EXPECT_EQ(samples_needed(0), 1u);    // the min too
+  using V = std::vector<std::string>;
+  EXPECT_EQ(unsupported_percentiles(9), (V{"p90", "p99", "p99.9"}));
+  EXPECT_EQ(unsupported_percentiles(10), (V{"p99", "p99.9"}));
+  EXPECT_EQ(unsupported_percentiles(100), (V{"p99.9"}));
+  EXPECT_EQ(unsupported_percentiles(1000), V{});
+  EXPECT_EQ(unsupported_percentiles(1), (V{"p50", "p90", "p99", "p99.9"}));
+  EXPECT_EQ(unsupported_percentiles(0), V{});  // no samples: no figure at all, said elsewhere
+  EXPECT_TRUE(supported_by("mean", 1));
+  EXPECT_TRUE(supported_by("max", 1));
+  EXPECT_FALSE(supported_by("p99", 99));
+  EXPECT_TRUE(supported_by("p99", 100));
+  EXPECT_TRUE(supported_by("p99", std::nan("")));  // a file that gives no count is not judged
+  // Below its need, the percentile is the largest sample.
+  Histogram h;
+  for (int i = 1; i <= 9; ++i) h.record(i * 1000.0);
+  EXPECT_EQ(h.percentile(90), h.max());
+  EXPECT_LT(h.percentile(50), h.max());
+}
+
 }  // namespace
 }  // namespace doorbell::lab

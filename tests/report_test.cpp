@@ -18,6 +18,8 @@
 #include <vector>
 
 #ifndef DOORBELL_NO_CLI
+#include <nlohmann/json.hpp>
+
 #include "lab/harness/results_reader.h"
 #include "lab/report/compare.h"
 #include "lab/report/guide.h"
@@ -335,6 +337,78 @@ TEST(Report, FlaggedRowsCarryTheirWarning) {
             std::string::npos)
       << html.substr(0, 4000);
   EXPECT_NE(html.find("of which 1 flagged: samples longer than their budget"), std::string::npos);
+}
+
+// Issue 36 item 5 and issue 34 item 9 in the report: a percentile its count
+// cannot support carries the mark (with the FEW SAMPLES legend), and a ratio
+// or a published figure built from a flagged row says so.
+TEST(Report, FewSamplesAndFlaggedRowsTravelIntoRatiosAndReferences) {
+  std::ifstream in(kData + "small_results.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  for (auto& s : j["scenarios"]) {
+    if (s["name"] == "ladder/atomic_flag") s["metrics"]["latency"]["count"] = 9;
+    if (s["name"] == "ladder/self_kill")
+      s["warnings"] = {"1 sample longer than the repetition's budget"};
+  }
+  const auto results = doorbell::lab::results_from_json(j);
+  fs::path dir = work_dir("few_samples");
+  doorbell::report::ReportOptions options;
+  options.gnuplot = "/nonexistent/gnuplot";
+  doorbell::report::write_html_report({results}, (dir / "r.html").string(), options);
+  const std::string html = slurp(dir / "r.html");
+  EXPECT_NE(html.find("FEW SAMPLES"), std::string::npos);
+  EXPECT_NE(html.find("class=\"n few\""), std::string::npos);
+  // The ratio "signal / atomic" (ladder/self_kill over ladder/atomic_flag).
+  const auto ratios = html.find("id=\"ratios\"");
+  ASSERT_NE(ratios, std::string::npos);
+  const std::string ratio_part = html.substr(ratios, html.find("id=\"references\"") - ratios);
+  EXPECT_NE(ratio_part.find("FLAGGED: ladder/self_kill is flagged"), std::string::npos)
+      << ratio_part;
+  const std::string reference_part = html.substr(html.find("id=\"references\""), 4000);
+  EXPECT_NE(reference_part.find("FLAGGED: ladder/self_kill is flagged"), std::string::npos)
+      << reference_part;
+}
+
+// Issue 34 item 9 in the comparison of two runs: a B/A change built from a
+// flagged row, or from a percentile its count cannot support, is marked.
+TEST(Report, ComparisonMarksChangesFromFlaggedOrThinRows) {
+  auto read = [](const std::string& file) {
+    std::ifstream in(kData + file);
+    return nlohmann::json::parse(in);
+  };
+  nlohmann::json a = read("small_results.json"), b = read("small_results_b.json");
+  for (auto& s : b["scenarios"]) {
+    if (s["name"] == "ladder/atomic_flag") s["metrics"]["latency"]["count"] = 50;
+    if (s["name"] == "ladder/self_kill")
+      s["warnings"] = {"1 sample longer than the repetition's budget"};
+  }
+  fs::path dir = work_dir("compare_flags");
+  doorbell::report::ReportOptions options;
+  options.gnuplot = "/nonexistent/gnuplot";
+  doorbell::report::write_html_report(
+      {doorbell::lab::results_from_json(a), doorbell::lab::results_from_json(b)},
+      (dir / "r.html").string(), options);
+  const std::string html = slurp(dir / "r.html");
+  std::smatch m;
+  // ladder/atomic_flag: p50 stands on 50 samples, p99 does not.
+  ASSERT_TRUE(
+      std::regex_search(html, m, std::regex("<tr><td><code>ladder/atomic_flag</code>.*?</tr>")));
+  const std::string thin = m.str();
+  EXPECT_NE(thin.find("*</td>"), std::string::npos) << thin;
+  std::size_t marks = 0;
+  for (std::size_t at = thin.find("!</td>"); at != std::string::npos;
+       at = thin.find("!</td>", at + 1))
+    ++marks;
+  EXPECT_EQ(marks, 1u) << thin;  // the p99 change only
+  // ladder/self_kill is flagged in B: both of its changes are marked.
+  ASSERT_TRUE(
+      std::regex_search(html, m, std::regex("<tr><td><code>ladder/self_kill</code>.*?</tr>")));
+  const std::string flagged = m.str();
+  marks = 0;
+  for (std::size_t at = flagged.find("!</td>"); at != std::string::npos;
+       at = flagged.find("!</td>", at + 1))
+    ++marks;
+  EXPECT_EQ(marks, 2u) << flagged;
 }
 
 TEST(Report, RejectsNoRunsAndMoreThanTwo) {

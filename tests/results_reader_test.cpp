@@ -280,6 +280,40 @@ TEST(ResultsReader, DefaultsForAbsentFields) {
   EXPECT_TRUE(f.ratios.empty());
 }
 
+// Files written before the row flags travelled (issue 36 item 5, issue 34
+// item 9) have no "unsupported_percentiles" and no ratio or reference
+// "flags": the reader derives them from the counts and warnings the file
+// has, by the same rule as the writer.
+TEST(ResultsReader, OldFilesGetTheirFlagsFromCountsAndWarnings) {
+  const ResultsFile f = parse_results(
+      R"({"schema": "doorbell-results", "schema_version": 1,
+          "scenarios": [{"name": "e2e/few", "primary_metric": "e2e",
+                         "metrics": {"e2e": {"count": 9, "p50": 5, "p99": 9}}},
+                        {"name": "e2e/many", "primary_metric": "e2e",
+                         "warnings": ["1 sample longer than the repetition's budget"],
+                         "metrics": {"e2e": {"count": 5000, "p50": 5, "p99": 9}}}],
+          "ratios": [{"name": "few / many", "numerator": "e2e/few", "denominator": "e2e/many",
+                      "statistic": "p99", "value": 1.0}],
+          "references": [{"scenario": "e2e/few", "what": "a paper", "value_ns": 3,
+                          "statistic": "p99", "source": "there", "ours_ns": 9}]})");
+  ASSERT_EQ(f.scenarios.size(), 2u);
+  EXPECT_EQ(f.scenarios[0].primary()->unsupported_percentiles(),
+            (std::vector<std::string>{"p90", "p99", "p99.9"}));
+  EXPECT_TRUE(f.scenarios[1].primary()->unsupported_percentiles().empty());
+  ASSERT_EQ(f.ratios.size(), 1u);
+  ASSERT_EQ(f.ratios[0].flags.size(), 2u);
+  EXPECT_EQ(f.ratios[0].flags[0], "p99 of 'e2e' of e2e/few rests on 9 samples (it needs 100)");
+  EXPECT_NE(f.ratios[0].flags[1].find("e2e/many is flagged: 1 sample longer"), std::string::npos)
+      << f.ratios[0].flags[1];
+  ASSERT_EQ(f.references.size(), 1u);
+  ASSERT_EQ(f.references[0].flags.size(), 1u);
+  // A file that has the fields is taken at its word.
+  nlohmann::json j = to_json(sample_run(), "1");
+  j["ratios"][0]["flags"] = {"written by the writer"};
+  const ResultsFile g = results_from_json(j);
+  EXPECT_EQ(g.ratios[0].flags, std::vector<std::string>{"written by the writer"});
+}
+
 // The message of the ResultsError that parsing `text` throws ("" if none).
 std::string error_of(const std::string& text) {
   try {

@@ -134,6 +134,18 @@ const Registrar kWatchdogScenarios{std::vector<Scenario>{
            ctx.metric().record(1000.0);
            if (ctx.repetition() == 0) ctx.metric().record(0.5e9);  // 50x the budget
          }},
+    {.name = "watchdogtest/stalls_in_three_metrics",
+     .group = "watchdogtest",
+     .title = "one stalled sample, seen in three metrics (as an e2e row's send_delay, e2e, recv)",
+     .budget_s = 0.01,
+     .samples = 5,
+     .in_default_suite = false,
+     .run =
+         [](Context& ctx) {
+           for (const char* name : {"latency", "e2e", "recv"}) ctx.metric(name).record(1000.0);
+           if (ctx.repetition() == 0)
+             for (const char* name : {"latency", "e2e", "recv"}) ctx.metric(name).record(0.3e9);
+         }},
     {.name = "watchdogtest/stalls_quick",
      .group = "watchdogtest",
      .title = "one sample between a fifth of the budget and the budget",
@@ -380,6 +392,30 @@ TEST(Runner, DeathsTimeoutsAndStallsAreReportedWithWhereTheyHappened) {
   EXPECT_EQ(report["scenarios"][3]["status"], "ok");
   EXPECT_EQ(report["threads"], report["threads_before"]);
   EXPECT_EQ(report["children"], "");
+}
+
+// One stall of one sample shows in each metric the sample records (issue 34
+// item 6: one 0.3 s stop of an e2e target read "3 samples longer than the
+// repetition's budget"): it counts once.
+TEST(Runner, OneStallInThreeMetricsCountsOnce) {
+  RunOptions options;
+  options.filters = {"watchdogtest/stalls_in_three_metrics"};
+  options.repetitions = 3;
+  options.progress = false;
+  options.scenario_timeout_s = 2.0;
+  std::string why;
+  const json report = run_in_child(options, std::chrono::seconds(60), &why);
+  ASSERT_FALSE(report.is_null()) << why;
+  ASSERT_EQ(report["scenarios"].size(), 1u) << report.dump(1);
+  const json& stalls = report["scenarios"][0];
+  EXPECT_EQ(stalls["counters"]["samples_over_budget"], json::array({1.0, 0.0, 0.0}))
+      << stalls.dump(1);
+  ASSERT_EQ(stalls["warnings"].size(), 1u) << stalls.dump(1);
+  const std::string warning = stalls["warnings"][0];
+  EXPECT_NE(warning.find("1 sample longer than the repetition's budget"), std::string::npos)
+      << warning;
+  // It says what it counts.
+  EXPECT_NE(warning.find("counted once"), std::string::npos) << warning;
 }
 
 // Ctrl-C during a run (issue 34 item 2): the running row's process is

@@ -20,8 +20,8 @@ json scenario(const std::string& name, json params, const std::string& primary, 
   return json{{"name", name},       {"params", params}, {"primary_metric", primary},
               {"metrics", metrics}, {"status", status}, {"reason", status == "ok" ? "" : "why"}};
 }
-json metric(double p50, double p99) {
-  return json{{"p50", p50}, {"p99", p99}, {"count", 10}};
+json metric(double p50, double p99, double count = 1000) {
+  return json{{"p50", p50}, {"p99", p99}, {"count", count}};
 }
 
 ResultsFile synthetic() {
@@ -139,6 +139,35 @@ TEST(Summary, FlaggedRowsAreNotQuoted) {
   for (const auto& l : lines)
     for (const auto& name : l.scenarios)
       EXPECT_FALSE(r.find(name)->flagged()) << l.topic << " quotes " << name;
+}
+
+// Issue 36 item 5: an e2e row of count 9 (p99 = max) was quoted as "149x
+// shorter". A p99 from fewer than 100 samples is not quoted: the line falls
+// back to the next K, and says which rows it left out and why.
+TEST(Summary, PercentilesFromTooFewSamplesAreNotQuoted) {
+  ResultsFile r = synthetic();
+  for (auto& s : r.scenarios)
+    if (s.name == "e2e/signal:threads=32,policy=receiver-fifo,main=busy" ||
+        s.name == "e2e/signal:threads=32,policy=every-thread,main=busy" ||
+        s.name == "partition/case_study:threads=8,method=freezer")
+      for (auto& m : s.metrics) m.summary.count = 9;
+  const auto lines = summarize_run(r);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_TRUE(lines[2].measured) << lines[2].text;
+  EXPECT_NE(lines[2].text.find("K=8"), std::string::npos) << lines[2].text;
+  EXPECT_NE(lines[2].text.find("too few samples for a p99"), std::string::npos) << lines[2].text;
+  EXPECT_NE(lines[3].text.find("every_thread"), std::string::npos) << lines[3].text;
+  // Nothing else of those rows is quoted either.
+  for (const auto& l : lines)
+    for (const auto& name : l.scenarios)
+      EXPECT_NE(name, "e2e/signal:threads=32,policy=receiver-fifo,main=busy") << l.text;
+  // With every remedy row thin, the line says why it has no figure.
+  for (auto& s : r.scenarios)
+    if (s.name.rfind("e2e/", 0) == 0)
+      for (auto& m : s.metrics) m.summary.count = 50;
+  const auto thin = summarize_run(r);
+  EXPECT_FALSE(thin[2].measured) << thin[2].text;
+  EXPECT_NE(thin[2].text.find("too few samples for a p99"), std::string::npos) << thin[2].text;
 }
 
 TEST(Summary, TheTableOpensWithIt) {

@@ -175,4 +175,58 @@ double statistic(const Summary& s, const std::string& name) {
   throw std::invalid_argument("unknown statistic '" + name + "'");
 }
 
+namespace {
+// The percentiles the lab shows, by name and in percent.
+struct Shown {
+  const char* name;
+  double percent;
+};
+constexpr Shown kShownPercentiles[] = {{"p50", 50}, {"p90", 90}, {"p99", 99}, {"p99.9", 99.9}};
+}  // namespace
+
+uint64_t samples_needed(double percentile) noexcept {
+  // p in millionths: exact for every p the lab names (99.9 -> 999000).
+  if (!(percentile > 0.0) || percentile >= 100.0) return 1;
+  const auto parts = static_cast<uint64_t>(std::llround(percentile * 1e4));
+  if (parts >= 1'000'000) return 1;
+  const uint64_t rest = 1'000'000 - parts;  // 1 - p, in millionths
+  return (1'000'000 + rest - 1) / rest;
+}
+
+std::vector<std::string> unsupported_percentiles(double count) {
+  std::vector<std::string> out;
+  if (!(count > 0.0)) return out;
+  for (const auto& p : kShownPercentiles)
+    if (count < static_cast<double>(samples_needed(p.percent))) out.push_back(p.name);
+  return out;
+}
+
+bool supported_by(std::string_view name, double count) noexcept {
+  for (const auto& p : kShownPercentiles)
+    if (name == p.name)
+      return !(count > 0.0) || count >= static_cast<double>(samples_needed(p.percent));
+  return true;
+}
+
+std::string few_samples_text(std::string_view statistic, std::string_view metric,
+                             std::string_view scenario, double count) {
+  uint64_t needed = 1;
+  for (const auto& p : kShownPercentiles)
+    if (statistic == p.name) needed = samples_needed(p.percent);
+  const std::string n = std::isfinite(count) ? std::to_string(std::llround(count)) : "?";
+  return std::string(statistic) + " of '" + std::string(metric) + "' of " + std::string(scenario) +
+         " rests on " + n + " sample" + (n == "1" ? "" : "s") + " (it needs " +
+         std::to_string(needed) + ")";
+}
+
+std::vector<std::string> figure_flags(std::string_view scenario, std::string_view metric,
+                                      std::string_view statistic, double count,
+                                      const std::vector<std::string>& warnings) {
+  std::vector<std::string> out;
+  if (!warnings.empty()) out.push_back(std::string(scenario) + " is flagged: " + warnings.front());
+  if (count > 0.0 && !supported_by(statistic, count))
+    out.push_back(few_samples_text(statistic, metric, scenario, count));
+  return out;
+}
+
 }  // namespace doorbell::lab

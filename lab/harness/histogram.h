@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -86,5 +87,42 @@ Summary summarize(const Histogram& h) noexcept;
 // A statistic of a summary by name: "p50", "p90", "p99", "p99.9", "min",
 // "max", "mean", "stddev", "count". Throws std::invalid_argument otherwise.
 double statistic(const Summary& s, const std::string& name);
+
+// Percentiles a count can support (issue 36 item 5).
+//
+// With n samples, percentile p is the sample of rank ceil(p/100 * n); below
+// n = ceil(1 / (1 - p/100)) that rank is n itself, so the "percentile" is the
+// largest sample, not a tail (9 samples: p90 = p99 = p99.9 = max). This is
+// the one rule the table, the JSON, the report, the summary and the ratios
+// use: a percentile from fewer samples than it needs is marked and never
+// quoted bare.
+
+// ceil(1 / (1 - p/100)), in integers (1 / (1 - 0.99) is 100.00000000000009
+// in doubles): p50 needs 2, p90 10, p99 100, p99.9 1000. 1 for p <= 0 and
+// p >= 100 (the min and the max are exact).
+uint64_t samples_needed(double percentile) noexcept;
+
+// Of the percentiles the lab shows ("p50", "p90", "p99", "p99.9", in that
+// order), those `count` samples cannot support. Empty for a count of 0 (no
+// samples: no figure at all, which the table says in words).
+std::vector<std::string> unsupported_percentiles(double count);
+
+// Whether statistic `name` ("p99", "mean", ...) stands on `count` samples:
+// false only for a percentile and a count in [1, samples_needed). No count
+// (0, or NaN: a file that does not say) is not judged here: a row without
+// samples has no figure at all, and says so.
+bool supported_by(std::string_view name, double count) noexcept;
+
+// "p99 of 'e2e' of e2e/signal:... rests on 9 samples (it needs 100)".
+std::string few_samples_text(std::string_view statistic, std::string_view metric,
+                             std::string_view scenario, double count);
+
+// Why a figure (statistic of metric of scenario) must not be quoted bare, one
+// line each; empty when it may be. The row's warnings (it is flagged: "X is
+// flagged: <first warning>"), then a percentile its count cannot support.
+// Failed and skipped rows have no figure, so they never get this far.
+std::vector<std::string> figure_flags(std::string_view scenario, std::string_view metric,
+                                      std::string_view statistic, double count,
+                                      const std::vector<std::string>& warnings);
 
 }  // namespace doorbell::lab

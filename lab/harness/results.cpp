@@ -42,6 +42,19 @@ const char* status_name(ScenarioResult::Status s) {
   return "failed";
 }
 
+// Why our figure beside a published one must not be quoted bare.
+std::vector<std::string> reference_flags(const ScenarioResult& ours, const MetricResult& m,
+                                         const ReferenceFigure& f) {
+  return figure_flags(f.scenario, m.name, f.statistic, static_cast<double>(m.summary.count),
+                      ours.warnings);
+}
+
+// A percentile cell of the table: the duration, marked '*' when the row's
+// count cannot support it (the FEW SAMPLES line says what the mark means).
+std::string percentile_cell(const char* name, double value, uint64_t count) {
+  return format_duration(value) + (supported_by(name, static_cast<double>(count)) ? "" : "*");
+}
+
 json scenario_json(const ScenarioResult& r) {
   const Scenario& sc = *r.scenario;
   json params = json::object();
@@ -69,6 +82,7 @@ json scenario_json(const ScenarioResult& r) {
   for (const auto& m : r.metrics) {
     json mj = summary_json(m.summary);
     mj["unit"] = "ns";
+    mj["unsupported_percentiles"] = unsupported_percentiles(static_cast<double>(m.summary.count));
     mj["p50_across_reps"] = spread_json(m.p50_across_reps);
     mj["mean_across_reps"] = spread_json(m.mean_across_reps);
     json reps = json::array();
@@ -159,6 +173,7 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
           format_ratio_words(r.value, r.ratio->numerator_words, r.ratio->denominator_words);
     rj["value"] = r.available ? json(r.value) : json(nullptr);
     if (!r.available) rj["why"] = r.why;  // the reason beside the null value
+    rj["flags"] = r.flags;
     if (!r.ratio->metric.empty()) rj["metric"] = r.ratio->metric;
     if (!r.ratio->numerator_metric.empty()) rj["numerator_metric"] = r.ratio->numerator_metric;
     rj["reference"] = r.ratio->reference > 0 ? json(r.ratio->reference) : json(nullptr);
@@ -182,6 +197,7 @@ json to_json(const RunResults& results, const std::string& doorbell_version) {
     const bool measured = m != nullptr && m->summary.count > 0;
     fj["ours_ns"] = measured ? json(statistic(m->summary, f.statistic)) : json(nullptr);
     if (!measured) fj["why"] = why_not_measured(*ours, f.metric);
+    fj["flags"] = measured ? reference_flags(*ours, *m, f) : std::vector<std::string>{};
     refs.push_back(fj);
   }
   j["references"] = refs;
@@ -267,6 +283,7 @@ void print_table(const RunResults& results, std::ostream& out) {
   out << "Absolute times are for this machine only; the ratios are what travels. p50 spread = "
          "min/median/max of each repetition's p50.\n";
   std::string group;
+  bool few_samples = false;  // some percentile cell carries the mark
   for (const auto& r : results.scenarios) {
     const Scenario& sc = *r.scenario;
     if (sc.group != group) {
@@ -299,34 +316,51 @@ void print_table(const RunResults& results, std::ostream& out) {
                            sc.primary_metric == m.name ? "" : " (nothing of this kind happened)");
         continue;
       }
-      out << fmt::format("  {:<44} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  {} / {} / {}\n",
-                         label, clock_name(sc.clock), format_duration(s.p50),
-                         format_duration(s.p90), format_duration(s.p99), format_duration(s.p999),
-                         format_duration(s.max), s.count, format_duration(m.p50_across_reps.min),
-                         format_duration(m.p50_across_reps.median),
-                         format_duration(m.p50_across_reps.max));
+      if (!unsupported_percentiles(static_cast<double>(s.count)).empty()) few_samples = true;
+      out << fmt::format(
+          "  {:<44} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}  {} / {} / {}\n", label,
+          clock_name(sc.clock), percentile_cell("p50", s.p50, s.count),
+          percentile_cell("p90", s.p90, s.count), percentile_cell("p99", s.p99, s.count),
+          percentile_cell("p99.9", s.p999, s.count), format_duration(s.max), s.count,
+          format_duration(m.p50_across_reps.min), format_duration(m.p50_across_reps.median),
+          format_duration(m.p50_across_reps.max));
     }
     if (!r.counter_spread.empty()) {
       std::string line;
       for (const auto& [name, sp] : r.counter_spread)
         line += fmt::format("{}{}={:.4g}", line.empty() ? "" : "  ", name, sp.median);
-      out << "      counters (median of reps): " << line << "\n";
+      // The count column is every repetition's samples together; a counter
+      // is the median of the repetitions' own: a stop_latency row with count
+      // 3 showed samples=0 (most repetitions took none). Say both.
+      out << fmt::format("      counters (median of {} reps; count is all reps together): ",
+                         r.repetitions)
+          << line << "\n";
     }
     for (const auto& note : r.notes) out << "      note: " << note << "\n";
     for (const auto& warning : r.warnings) out << "      WARNING: " << warning << "\n";
   }
+  if (few_samples)
+    out << fmt::format(
+        "\nFEW SAMPLES: a percentile marked * rests on fewer samples than it needs (p50 {}, p90 "
+        "{}, p99 {}, p99.9 {}): it is the largest sample, not a tail; the summary, the ratios "
+        "and the published figures do not quote it bare\n",
+        samples_needed(50), samples_needed(90), samples_needed(99), samples_needed(99.9));
   if (!results.ratios.empty()) {
     out << fmt::format("\n{:<40} {:>10} {:>10} {:>8}  {}\n", "ratios (this run)", "ours",
                        "published", "ours/pub", "source of the published figure");
     for (const auto& r : results.ratios) {
       const Ratio& ratio = *r.ratio;
-      const std::string ours = r.available ? format_ratio(r.value) : "-";
+      // '!': built from a flagged row or a percentile its count cannot
+      // support; the FLAGGED lines below say which.
+      const std::string ours =
+          r.available ? format_ratio(r.value) + (r.flags.empty() ? "" : "!") : "-";
       const std::string pub = ratio.reference > 0 ? format_ratio(ratio.reference) : "-";
       const std::string vs =
           r.available && ratio.reference > 0 ? fmt::format("{:.2f}", r.versus_reference) : "-";
       out << fmt::format("  {:<38} {:>10} {:>10} {:>8}  {}\n", ratio.name, ours, pub, vs,
                          ratio.reference_source.empty() ? "-" : ratio.reference_source);
       if (!r.available) out << "      not computed: " << r.why << "\n";
+      for (const auto& flag : r.flags) out << "      FLAGGED: " << flag << "\n";
       if (r.available && !ratio.numerator_words.empty())
         out << "      "
             << format_ratio_words(r.value, ratio.numerator_words, ratio.denominator_words) << "\n";
@@ -349,10 +383,12 @@ void print_table(const RunResults& results, std::ostream& out) {
                          why_not_measured(*ours, f.metric));
       continue;
     }
-    out << fmt::format("  {:<38} {:>10} {:>10}  {} ({} of {} of {})\n", f.what,
-                       format_duration(f.value_ns),
-                       format_duration(statistic(m->summary, f.statistic)), f.source, f.statistic,
-                       m->name, f.scenario);
+    const std::vector<std::string> flags = reference_flags(*ours, *m, f);
+    out << fmt::format(
+        "  {:<38} {:>10} {:>10}  {} ({} of {} of {})\n", f.what, format_duration(f.value_ns),
+        format_duration(statistic(m->summary, f.statistic)) + (flags.empty() ? "" : "!"), f.source,
+        f.statistic, m->name, f.scenario);
+    for (const auto& flag : flags) out << "      FLAGGED: " << flag << "\n";
   }
   std::size_t failed = 0, flagged = 0;
   for (const auto& r : results.scenarios) {

@@ -19,6 +19,9 @@
 //     flagged: its figures should not be trusted), "primary_metric",
 //     "metrics": {name: {"unit": "ns", "count", "min", "max", "mean", "stddev",
 //                        "p50", "p90", "p99", "p99.9",
+//                        "unsupported_percentiles": [names] (those the count cannot
+//                        support: histogram.h, samples_needed; derived from "count"
+//                        by the reader for older files),
 //                        "p50_across_reps": {"min","median","max"},
 //                        "mean_across_reps": {"min","median","max"},
 //                        "per_repetition": [{summary}...],
@@ -29,9 +32,11 @@
 //   "ratios": [{"name", "numerator", "denominator", "statistic", "available", "value",
 //               "why" (only when value is null: the reason), "metric" (only when not the
 //               primary), "numerator_metric" (only when the numerator's differs),
-//               "reference", "reference_source", "versus_reference", "meaning"}],
+//               "reference", "reference_source", "versus_reference", "meaning",
+//               "flags": [why the value must not be quoted bare: a side flagged, a
+//               percentile its count cannot support]}],
 //   "references": [{"scenario", "what", "value_ns", "statistic", "source", "ours_ns",
-//                   "metric" (only when not the primary)}]
+//                   "metric" (only when not the primary), "flags" (as a ratio's)}]
 // }
 #pragma once
 

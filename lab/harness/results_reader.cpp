@@ -1,5 +1,6 @@
 #include "lab/harness/results_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lab/harness/histogram.h"
 #include "lab/harness/results.h"
 
 namespace doorbell::lab {
@@ -281,6 +283,8 @@ RatioRecord read_ratio(const json& value, std::size_t index) {
   r.why = f.text("why");
   r.metric = f.text("metric");
   r.numerator_metric = f.text("numerator_metric");
+  r.has_flags = f.find("flags") != nullptr;
+  r.flags = strings(f, "flags");
   return r;
 }
 
@@ -295,7 +299,37 @@ ReferenceRecord read_reference(const json& value, std::size_t index) {
   r.ours_ns = f.number("ours_ns");
   r.metric = f.text("metric");
   r.why = f.text("why");
+  r.has_flags = f.find("flags") != nullptr;
+  r.flags = strings(f, "flags");
   return r;
+}
+
+// figure_flags (histogram.h) of statistic of metric (empty: the primary one)
+// of the scenario named `name` in the file; nothing when it is absent or has
+// no such metric.
+std::vector<std::string> flags_in_file(const ResultsFile& file, const std::string& name,
+                                       const std::string& metric, const std::string& statistic) {
+  const ScenarioRecord* s = file.find(name);
+  if (s == nullptr || !s->ok()) return {};
+  const MetricRecord* m = metric.empty() ? s->primary() : s->metric(metric);
+  if (m == nullptr) return {};
+  return figure_flags(s->name, m->name, statistic, m->summary.count, s->warnings);
+}
+
+// Files written before the writer wrote "flags" get them by the writer's
+// rule, from the counts and warnings the file has.
+void derive_missing_flags(ResultsFile& file) {
+  for (auto& r : file.ratios) {
+    if (r.has_flags || !r.available) continue;
+    r.flags = flags_in_file(
+        file, r.numerator, r.numerator_metric.empty() ? r.metric : r.numerator_metric, r.statistic);
+    for (auto& flag : flags_in_file(file, r.denominator, r.metric, r.statistic))
+      if (std::find(r.flags.begin(), r.flags.end(), flag) == r.flags.end())
+        r.flags.push_back(std::move(flag));
+  }
+  for (auto& r : file.references)
+    if (!r.has_flags && std::isfinite(r.ours_ns))
+      r.flags = flags_in_file(file, r.scenario, r.metric, r.statistic);
 }
 
 ResultsFile read_document(const json& document) {
@@ -344,6 +378,7 @@ ResultsFile read_document(const json& document) {
   if (const json* references = f.array("references"))
     for (std::size_t i = 0; i < references->size(); ++i)
       r.references.push_back(read_reference((*references)[i], i));
+  derive_missing_flags(r);
   return r;
 }
 
@@ -372,6 +407,10 @@ const char* status_name(ScenarioStatus status) noexcept {
       return "failed";
   }
   return "failed";
+}
+
+std::vector<std::string> MetricRecord::unsupported_percentiles() const {
+  return lab::unsupported_percentiles(summary.count);
 }
 
 const MetricRecord* ScenarioRecord::metric(std::string_view metric_name) const noexcept {

@@ -78,6 +78,12 @@ struct MetricRecord {
   std::vector<SummaryRecord> per_repetition;
   std::vector<HistogramBucket> histogram;  // as written (the writer skips empty buckets)
   std::vector<double> raw;                 // only where the scenario kept raw samples
+
+  // The percentiles ("p50", "p90", "p99", "p99.9") summary.count cannot
+  // support (histogram.h, samples_needed): derived from the count, so files
+  // written before the writer listed them ("unsupported_percentiles") read
+  // the same.
+  std::vector<std::string> unsupported_percentiles() const;
 };
 
 struct CounterRecord {
@@ -138,6 +144,11 @@ struct RatioRecord {
   std::string why;     // when not available: why (written from this version on; may be empty)
   std::string metric;  // the metric compared; empty: each scenario's primary one
   std::string numerator_metric;  // the numerator's, when not `metric` (may be empty)
+  // Why the value must not be quoted bare (a side flagged, a percentile its
+  // count cannot support), one line each. Files without "flags" get them
+  // derived from their scenarios by the writer's rule (figure_flags).
+  std::vector<std::string> flags;
+  bool has_flags = false;  // the file had "flags"
 };
 
 // A published figure beside our scenario.
@@ -147,6 +158,9 @@ struct ReferenceRecord {
   double ours_ns = kNotMeasured;  // our figure when the results were written
   std::string metric;             // the metric ours is of; empty: the scenario's primary one
   std::string why;                // when ours_ns is null: why (may be empty in older files)
+  // Why ours must not be quoted bare; derived for older files, as a ratio's.
+  std::vector<std::string> flags;
+  bool has_flags = false;
 };
 
 // "options" of the run that wrote the file.

@@ -135,6 +135,13 @@ double repetition_budget_s(const Scenario& scenario, const RunOptions& options) 
 // Samples longer than the repetition's budget: a sample that outlasts the
 // whole repetition it belongs to is a stall, not a measurement (a lost
 // wake-up, a machine that stopped the process), and the row says so.
+//
+// A sample records one value in each metric of its row (an e2e sample:
+// send, delay, send_delay, recv, e2e), so one stall shows in several
+// metrics. The histograms keep no sample index, so a repetition's count is
+// the largest count of any one of its metrics: the fewest samples that
+// explain what every metric shows, each counted once (issue 34 item 6: one
+// 0.3 s stop read "3 samples").
 void flag_long_samples(const std::vector<Repetition>& reps, ScenarioResult& result) {
   // The repetition's budget as run (a fifth under --quick), as the warning
   // says.
@@ -142,6 +149,7 @@ void flag_long_samples(const std::vector<Repetition>& reps, ScenarioResult& resu
   uint64_t total = 0;
   double longest = 0.0;
   std::string where;
+  std::vector<std::string> metrics_over;
   std::vector<double> per_rep;
   for (const auto& rep : reps) {
     uint64_t over = 0;
@@ -153,7 +161,9 @@ void flag_long_samples(const std::vector<Repetition>& reps, ScenarioResult& resu
       });
       // The bucket that holds the budget holds the max too when nothing
       // else is beyond it: the max is exact, so count at least it.
-      over += std::max<uint64_t>(n, 1);
+      over = std::max<uint64_t>(over, std::max<uint64_t>(n, 1));
+      if (std::find(metrics_over.begin(), metrics_over.end(), name) == metrics_over.end())
+        metrics_over.push_back(name);
       if (h.max() > longest) {
         longest = h.max();
         where = name;
@@ -164,11 +174,19 @@ void flag_long_samples(const std::vector<Repetition>& reps, ScenarioResult& resu
   }
   if (total == 0) return;
   result.counters["samples_over_budget"] = per_rep;
+  std::string seen_in;
+  if (metrics_over.size() > 1) {
+    seen_in = " (a sample is counted once, however many of its metrics show it: here ";
+    for (std::size_t i = 0; i < metrics_over.size(); ++i)
+      seen_in += (i ? ", '" : "'") + metrics_over[i] + "'";
+    seen_in += ")";
+  }
   result.warnings.push_back(fmt::format(
-      "{} sample{} longer than the repetition's budget of {} (the longest: {}, '{}'): a stall "
+      "{} sample{} longer than the repetition's budget of {}{} (the longest: {}, '{}'): a stall "
       "(a loaded machine, a stopped process, a lost wake-up) or a cost the budget did not allow "
       "for, not the mechanism's typical cost; the summary does not quote this row",
-      total, total == 1 ? "" : "s", format_duration(budget_ns), format_duration(longest), where));
+      total, total == 1 ? "" : "s", format_duration(budget_ns), seen_in, format_duration(longest),
+      where));
 }
 
 ScenarioResult run_one(const Scenario& scenario, const RunOptions& options) {
@@ -439,6 +457,14 @@ std::vector<RatioResult> compute_ratios(const std::vector<ScenarioResult>& scena
         r.available = true;
         r.value = x / y;
         if (ratio.reference > 0.0) r.versus_reference = r.value / ratio.reference;
+        const std::string num_name =
+            num_metric.empty() ? num->scenario->primary_metric : num_metric;
+        r.flags = figure_flags(num->scenario->name, num_name, ratio.statistic,
+                               static_cast<double>(a->summary.count), num->warnings);
+        for (auto& flag : figure_flags(den->scenario->name, metric_name, ratio.statistic,
+                                       static_cast<double>(b->summary.count), den->warnings))
+          if (std::find(r.flags.begin(), r.flags.end(), flag) == r.flags.end())
+            r.flags.push_back(std::move(flag));
       }
     }
     out.push_back(std::move(r));

@@ -94,6 +94,11 @@ struct RatioResult {
   // When not available: why, in one line ("the denominator (p99 of 'delay'
   // of ...) is 0: ..."); empty when available.
   std::string why;
+  // When available: why the value must not be quoted bare, one line each
+  // (figure_flags, histogram.h: a side is flagged, or its statistic is a
+  // percentile its count cannot support); the table marks the value with
+  // '!' and prints each line; the JSON writes them as "flags".
+  std::vector<std::string> flags;
 };
 
 // A run stopped early by request_stop() (Ctrl-C, SIGTERM).

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "lab/common/format.h"
+#include "lab/harness/histogram.h"
 
 namespace doorbell::lab {
 namespace {
@@ -19,11 +20,28 @@ bool starts_with(std::string_view s, std::string_view prefix) {
 }
 
 // statistic of metric (or the primary one) of an ok scenario that is not
-// flagged; NaN otherwise: the summary quotes no figure its row warns about.
+// flagged; NaN otherwise: the summary quotes no figure its row warns about,
+// and no percentile its count cannot support (histogram.h, samples_needed).
 double figure(const ScenarioRecord* s, std::string_view stat, std::string_view metric = {}) {
   if (s == nullptr || !s->ok() || s->flagged()) return kNotMeasured;
   const MetricRecord* m = metric.empty() ? s->primary() : s->metric(metric);
-  return m == nullptr ? kNotMeasured : m->summary.statistic(stat);
+  if (m == nullptr || !supported_by(stat, m->summary.count)) return kNotMeasured;
+  return m->summary.statistic(stat);
+}
+
+// Whether the row ran, is not flagged and has the metric, but too few
+// samples for the percentile `stat`.
+bool too_few_for(const ScenarioRecord& s, std::string_view stat, std::string_view metric = {}) {
+  if (!s.ok() || s.flagged()) return false;
+  const MetricRecord* m = metric.empty() ? s.primary() : s.metric(metric);
+  return m != nullptr && m->summary.count > 0 && !supported_by(stat, m->summary.count);
+}
+
+// "; left out, too few samples for a p99 (it needs 100): 2 rows" or "".
+std::string left_out(std::size_t rows, std::string_view stat, double percent) {
+  if (rows == 0) return {};
+  return fmt::format("; left out, too few samples for a {} (it needs {}): {} row{}", stat,
+                     samples_needed(percent), rows, rows == 1 ? "" : "s");
 }
 
 bool usable(double v) {
@@ -36,6 +54,8 @@ std::string absent(const ResultsFile& r, const std::string& name) {
   if (s == nullptr) return name + " did not run";
   if (!s->ok()) return name + " " + status_name(s->status) + ": " + s->reason;
   if (s->flagged()) return name + " is flagged: " + s->warnings.front();
+  if (const MetricRecord* m = s->primary(); m != nullptr && too_few_for(*s, "p50"))
+    return few_samples_text("p50", m->name, name, m->summary.count);
   return name + " has no figure";
 }
 
@@ -100,18 +120,25 @@ SummaryLine cheapest_wakeup(const ResultsFile& r) {
   return line;
 }
 
-// p99 of send_delay, or of delay in files written before send_delay.
+// The metric delivery_p99 reads: send_delay, or delay in files written
+// before send_delay.
+std::string_view delivery_metric(const ScenarioRecord& s) {
+  return s.metric("send_delay") != nullptr ? "send_delay" : "delay";
+}
+
+// p99 of send_delay (or delay); NaN when the row cannot support a p99.
 double delivery_p99(const ScenarioRecord& s) {
-  const double v = figure(&s, "p99", "send_delay");
-  return std::isfinite(v) ? v : figure(&s, "p99", "delay");
+  return figure(&s, "p99", delivery_metric(s));
 }
 
 SummaryLine delivery_delay(const ResultsFile& r) {
   SummaryLine line{.topic = "signal delivery, stock vs remedied"};
   // The largest K with a stock row and at least one remedy row that ran.
   std::map<int, std::pair<const ScenarioRecord*, std::vector<const ScenarioRecord*>>> by_k;
+  std::size_t thin = 0;  // rows left out: too few samples for a p99
   for (const auto& s : r.scenarios) {
     if (!starts_with(s.name, "e2e/signal:") || !s.ok() || s.param("main") != "busy") continue;
+    if (too_few_for(s, "p99", delivery_metric(s))) ++thin;
     if (!std::isfinite(delivery_p99(s))) continue;
     const int k = std::atoi(s.param("threads").c_str());
     if (s.param("policy") == "stock")
@@ -133,14 +160,22 @@ SummaryLine delivery_delay(const ResultsFile& r) {
                     format_duration(a), best->param("policy"), format_duration(b),
                     b > 0 ? format_ratio(a / b) + " shorter"
                           : std::string("the remedy's p99 is 0: below the clock"));
+    line.text += left_out(thin, "p99", 99);
     return line;
   }
-  line.text = "not measured (no e2e/signal stock row beside a remedy row, main busy, ran)";
+  line.text = "not measured (no e2e/signal stock row beside a remedy row, main busy, ran" +
+              left_out(thin, "p99", 99) + ")";
   return line;
 }
 
 SummaryLine best_partition(const ResultsFile& r) {
   SummaryLine line{.topic = "best partition method"};
+  std::size_t thin = 0;  // rows left out: too few samples for a p99
+  for (const auto& s : r.scenarios)
+    if ((starts_with(s.name, "partition/case_study:") ||
+         starts_with(s.name, "partition/stop_latency:")) &&
+        too_few_for(s, "p99"))
+      ++thin;
   for (const char* prefix : {"partition/case_study:", "partition/stop_latency:"}) {
     int best_k = -1;
     for (const auto& s : r.scenarios)
@@ -161,9 +196,11 @@ SummaryLine best_partition(const ResultsFile& r) {
     line.text = fmt::format("{}, {} p99 {} at K={} threads", best->param("method"),
                             case_study ? "window overrun" : "stop latency",
                             format_duration(figure(best, "p99")), best_k);
+    line.text += left_out(thin, "p99", 99);
     return line;
   }
-  line.text = "not measured (no partition/case_study or partition/stop_latency row ran)";
+  line.text = "not measured (no partition/case_study or partition/stop_latency row ran" +
+              left_out(thin, "p99", 99) + ")";
   return line;
 }
 

@@ -51,10 +51,15 @@ std::string status_cell(const lab::ScenarioRecord* scenario) {
          (scenario->reason.empty() ? "" : ": " + escape_html(scenario->reason)) + "</td>";
 }
 
-std::string change_cell(double a, double b) {
+std::string change_cell(double a, double b, bool flagged) {
   if (!positive(a) || !std::isfinite(b)) return num_cell("–");
   double r = b / a;
   const char* cls = r > 1.1 ? "worse" : r < 0.9 ? "better" : "";
+  if (flagged)
+    return fmt::format(
+        "<td class=\"n {} flag\" title=\"built from a flagged row, or from a percentile its "
+        "count cannot support\">{}!</td>",
+        cls, lab::format_ratio(r));
   return fmt::format("<td class=\"n {}\">{}</td>", cls, lab::format_ratio(r));
 }
 

@@ -19,6 +19,8 @@ std::string status_cell(const lab::ScenarioRecord* scenario);
 
 // B/A with a colour: for times, above 1.1 means B is slower (class worse),
 // below 0.9 faster (class better). "–" when A is not positive or B not finite.
-std::string change_cell(double a, double b);
+// flagged: built from a flagged row or a percentile its count cannot
+// support; the value is marked '!' (class flag) with a title saying so.
+std::string change_cell(double a, double b, bool flagged = false);
 
 }  // namespace doorbell::report

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lab/common/format.h"
+#include "lab/harness/histogram.h"
 #include "lab/report/cells.h"
 
 namespace doorbell::report {
@@ -26,6 +27,24 @@ std::vector<std::string> run_labels(const std::vector<std::string>& files) {
   return labels;
 }
 
+namespace {
+
+// A percentile of a metric as a cell: '*' when its count cannot support it
+// (histogram.h, samples_needed).
+std::string percentile_cell(const lab::MetricRecord* m, const char* statistic) {
+  if (m == nullptr) return num_cell("–");
+  return num_cell(lab::format_duration(m->summary.statistic(statistic)) +
+                  (lab::supported_by(statistic, m->summary.count) ? "" : "*"));
+}
+
+// Whether a change built from this row's statistic must be marked: the row
+// is flagged, or the percentile rests on too few samples.
+bool marks_change(const lab::ScenarioRecord* s, const lab::MetricRecord* m, const char* statistic) {
+  return m != nullptr && (s->flagged() || !lab::supported_by(statistic, m->summary.count));
+}
+
+}  // namespace
+
 std::string comparison_table(const std::vector<std::string>& names,
                              const std::vector<LabeledRun>& runs) {
   std::string h = "<table><tr><th>scenario</th>";
@@ -43,10 +62,11 @@ std::string comparison_table(const std::vector<std::string>& names,
     const double a99 = ma ? ma->summary.p99 : lab::kNotMeasured;
     const double b99 = mb ? mb->summary.p99 : lab::kNotMeasured;
     h += "<tr><td><code>" + escape_html(n) + "</code></td>" + status_cell(a) + status_cell(b);
-    h += num_cell(ma ? lab::format_duration(a50) : "–") +
-         num_cell(mb ? lab::format_duration(b50) : "–") + change_cell(a50, b50);
-    h += num_cell(ma ? lab::format_duration(a99) : "–") +
-         num_cell(mb ? lab::format_duration(b99) : "–") + change_cell(a99, b99) + "</tr>\n";
+    h += percentile_cell(ma, "p50") + percentile_cell(mb, "p50") +
+         change_cell(a50, b50, marks_change(a, ma, "p50") || marks_change(b, mb, "p50"));
+    h += percentile_cell(ma, "p99") + percentile_cell(mb, "p99") +
+         change_cell(a99, b99, marks_change(a, ma, "p99") || marks_change(b, mb, "p99")) +
+         "</tr>\n";
   }
   return h + "</table>\n";
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/common/format.h"
+#include "lab/harness/histogram.h"
 #include "lab/harness/summary.h"
 #include "lab/report/cells.h"
 #include "lab/report/compare.h"
@@ -62,7 +63,7 @@ th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:to
 th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 figure{margin:1em 0}figcaption{font-size:.85em;color:#555;max-width:60em}
 img.plot{max-width:100%;height:auto;border:1px solid #eee}
-.skip{color:#8a6d00}.fail{color:#b00}.flag{color:#b35900}.worse{color:#b00}.better{color:#080}
+.skip{color:#8a6d00}.fail{color:#b00}.flag{color:#b35900}.few{color:#b35900}.worse{color:#b00}.better{color:#080}
 .note{font-size:.85em;color:#555}code{background:#f4f4f4;padding:0 .2em}
 nav a{margin-right:.8em}
 )";
@@ -107,7 +108,38 @@ std::string counter_text(const lab::CounterRecord& c) {
   return shown;
 }
 
+// A percentile cell: marked '*' (class few) when the metric's count cannot
+// support it (histogram.h, samples_needed); the FEW SAMPLES line below the
+// table says what the mark means.
+std::string percentile_cell(const MetricRecord* m, const char* name, bool& marked) {
+  if (m == nullptr) return num_cell("–");
+  const std::string value = format_duration(m->summary.statistic(name));
+  if (lab::supported_by(name, m->summary.count)) return num_cell(value);
+  marked = true;
+  return fmt::format(
+      "<td class=\"n few\" title=\"{}\">{}*</td>",
+      escape_html(lab::few_samples_text(name, m->name, "this row", m->summary.count)), value);
+}
+
+std::string few_samples_legend() {
+  return fmt::format(
+      "<p class=\"note few\">FEW SAMPLES: a percentile marked * rests on fewer samples than it "
+      "needs (p50 {}, p90 {}, p99 {}, p99.9 {}): it is the largest sample, not a tail; the "
+      "summary, the ratios and the published figures do not quote it bare.</p>\n",
+      lab::samples_needed(50), lab::samples_needed(90), lab::samples_needed(99),
+      lab::samples_needed(99.9));
+}
+
+// "<br><span class=\"flag\">FLAGGED: ...</span>" per flag.
+std::string flag_lines(const std::vector<std::string>& flags) {
+  std::string h;
+  for (const auto& flag : flags)
+    h += "<br><span class=\"flag\">FLAGGED: " + escape_html(flag) + "</span>";
+  return h;
+}
+
 std::string single_run_table(const std::vector<std::string>& names, const LabeledRun& run) {
+  bool marked = false;
   std::string h =
       "<table><tr><th>scenario</th><th>status</th><th>metric</th><th>p50</th><th>p90</th><th>"
       "p99</th><th>max</th><th>samples</th><th>counters (median, min–max over repetitions)</th>"
@@ -119,10 +151,8 @@ std::string single_run_table(const std::vector<std::string>& names, const Labele
          (s && !s->title.empty() ? "<br>" + escape_html(s->title) : "") + "</td>" + status_cell(s);
     if (m && m->summary.count == 0) m = nullptr;  // empty: shown as "–", never zeros
     h += "<td>" + (m ? escape_html(m->name) : "") + "</td>";
-    h += num_cell(m ? format_duration(m->summary.p50) : "–") +
-         num_cell(m ? format_duration(m->summary.p90) : "–") +
-         num_cell(m ? format_duration(m->summary.p99) : "–") +
-         num_cell(m ? format_duration(m->summary.max) : "–") +
+    h += percentile_cell(m, "p50", marked) + percentile_cell(m, "p90", marked) +
+         percentile_cell(m, "p99", marked) + num_cell(m ? format_duration(m->summary.max) : "–") +
          num_cell(m && std::isfinite(m->summary.count) ? fmt::format("{:.0f}", m->summary.count)
                                                        : "–");
     std::string counters;
@@ -142,15 +172,19 @@ std::string single_run_table(const std::vector<std::string>& names, const Labele
             h += escape_html(o.name) + " no samples; ";
             continue;
           }
-          h += escape_html(o.name) + " p50 " + format_duration(o.summary.p50) + ", p99 " +
-               format_duration(o.summary.p99) + "; ";
+          const bool p50_few = !lab::supported_by("p50", o.summary.count);
+          const bool p99_few = !lab::supported_by("p99", o.summary.count);
+          marked = marked || p50_few || p99_few;
+          h += escape_html(o.name) + " p50 " + format_duration(o.summary.p50) +
+               (p50_few ? "*" : "") + ", p99 " + format_duration(o.summary.p99) +
+               (p99_few ? "*" : "") + "; ";
         }
         h += "</span>";
       }
     }
     h += "</td></tr>\n";
   }
-  return h + "</table>\n";
+  return h + "</table>\n" + (marked ? few_samples_legend() : std::string());
 }
 
 std::string ratios_section(const std::vector<LabeledRun>& runs) {
@@ -189,7 +223,10 @@ std::string ratios_section(const std::vector<LabeledRun>& runs) {
       const lab::RatioRecord* rec = found[i][r];
       double v = rec ? rec->value : lab::kNotMeasured;
       values.push_back(v);
-      if (std::isfinite(v) || rec == nullptr)
+      if (rec != nullptr && std::isfinite(v) && !rec->flags.empty())
+        // Built from a flagged row or a thin percentile: marked, and why.
+        h += "<td class=\"n flag\">" + format_ratio(v) + "!" + flag_lines(rec->flags) + "</td>";
+      else if (std::isfinite(v) || rec == nullptr)
         h += num_cell(rec ? format_ratio(v) : "not in this run");
       else  // a ratio not computed says why (files before "why" say so too)
         h += "<td class=\"note\">not computed: " +
@@ -220,13 +257,21 @@ std::string references_section(const std::vector<LabeledRun>& runs) {
             "</td>" + num_cell(format_duration(ref.value_ns));
     for (const auto& r : runs) {
       double ours = lab::kNotMeasured;
+      std::vector<std::string> flags;  // the writer's rule, for each run's own row
       if (const ScenarioRecord* s = r.find(ref.scenario); s && s->ok())
-        if (const MetricRecord* m = ref.metric.empty() ? s->primary() : s->metric(ref.metric))
+        if (const MetricRecord* m = ref.metric.empty() ? s->primary() : s->metric(ref.metric)) {
           ours = m->summary.statistic(ref.statistic);
-      if (&r == &runs.back() && !std::isfinite(ours)) ours = ref.ours_ns;
+          flags = lab::figure_flags(s->name, m->name, ref.statistic, m->summary.count, s->warnings);
+        }
+      if (&r == &runs.back() && !std::isfinite(ours)) {
+        ours = ref.ours_ns;
+        flags = ref.flags;
+      }
       const bool why = !std::isfinite(ours) && &r == &runs.back() && !ref.why.empty();
       rows +=
           (why ? "<td class=\"note\">not measured: " + escape_html(ref.why) + "</td>"
+           : std::isfinite(ours) && !flags.empty()
+               ? "<td class=\"n flag\">" + format_duration(ours) + "!" + flag_lines(flags) + "</td>"
                : num_cell(format_duration(ours))) +
           num_cell(positive(ref.value_ns) && std::isfinite(ours) ? format_ratio(ours / ref.value_ns)
                                                                  : "–");
