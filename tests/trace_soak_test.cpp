@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -60,6 +61,10 @@ void soak(const std::string& backend) {
   trace_options.timeout = std::chrono::seconds(seconds + 180);
   auto tracer = doorbell::test::start_doorbell(
       {"trace", "--json", "--backend", backend, "--interval", "1"}, trace_options);
+  // Its output is read all along (finish(), in a thread, until the SIGINT
+  // below ends it): a trace blocked on a full pipe reads no maps, and the
+  // BPF programs' table of (process, signal) fills.
+  std::future<RunResult> traced = std::async(std::launch::async, [&] { return tracer.finish(); });
   // The tracer is attached once it has written its start line; give it
   // time (it loads and attaches programs) before the workload starts.
   std::this_thread::sleep_for(std::chrono::seconds(5));
@@ -88,7 +93,7 @@ void soak(const std::string& backend) {
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   rss_max = std::max(rss_max, rss_kib(tracer.pid()));
   ::kill(tracer.pid(), SIGINT);
-  const RunResult r = tracer.finish();
+  const RunResult r = traced.get();
   ::kill(work.pid(), SIGKILL);
   feeder.join();
   ASSERT_TRUE(fs::exists(truth_file)) << "the workload wrote no truth in time";
