@@ -18,11 +18,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -431,6 +433,150 @@ TEST(TracefsBinding, RemovesInstancesOfDeadOwnersOnly) {
   EXPECT_EQ(std::find(removed.begin(), removed.end(), live), removed.end());
   EXPECT_TRUE(live_kept);
   EXPECT_TRUE(foreign_kept);
+}
+
+// ------------------------------------------------------------ --measure-overhead
+
+// The pids of the processes named bpftrace.
+std::vector<pid_t> bpftrace_pids() {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    if (slurp("/proc/" + name + "/comm") == "bpftrace\n") pids.push_back(std::atoi(name.c_str()));
+  }
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+bool bpftrace_installed() {
+  for (const char* dir : {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"})
+    if (::access((std::string(dir) + "/bpftrace").c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+// The environment of this test with PATH replaced.
+std::vector<std::string> environment_with_path(const std::string& path) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "PATH=", 5) != 0) env.emplace_back(*e);
+  env.push_back("PATH=" + path);
+  return env;
+}
+
+// The line of `out` that starts with `prefix` and the line after it.
+std::pair<std::string, std::string> line_and_next(const std::string& out,
+                                                  const std::string& prefix) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    std::string next;
+    std::getline(in, next);
+    return {line, next};
+  }
+  return {};
+}
+
+const std::regex kModeLine(
+    R"(  [a-z]+: +\d+ signals/s; ns per signal min \d+, median \d+, max \d+)");
+const std::regex kAddsLine(
+    R"(            adds -?\d+ ns per signal \(-?\d+\.\d%, min against min\); .+)");
+
+// floor: and bpftrace: each a line in the style of the others, with what it
+// adds, interleaved in the same run, and bpf's cost as a ratio of each; no
+// bpftrace process left behind.
+TEST(TraceOverhead, FloorAndBpftraceLinesBesideTheOthers) {
+  SKIP_UNLESS_ROOT();
+  const std::vector<pid_t> before = bpftrace_pids();
+  doorbell::test::RunOptions options;
+  options.timeout = std::chrono::seconds(240);
+  const RunResult r = run_doorbell(
+      {"trace", "--measure-overhead", "--storm-signals", "20000", "--storm-rounds", "1"}, options);
+  ASSERT_TRUE(r.success()) << r.describe();
+  EXPECT_NE(r.out.find("rounds of untraced, tracefs, bpf, the floor and bpftrace interleaved"),
+            std::string::npos)
+      << r.out;
+  for (const std::string mode : {"untraced", "tracefs", "bpf", "floor"}) {
+    const auto [line, next] = line_and_next(r.out, "  " + mode + ":");
+    EXPECT_TRUE(std::regex_match(line, kModeLine)) << mode << ": '" << line << "'\n" << r.out;
+    if (mode != "untraced")
+      EXPECT_TRUE(std::regex_match(next, kAddsLine)) << mode << ": '" << next << "'\n" << r.out;
+  }
+  const auto [line, next] = line_and_next(r.out, "  bpftrace:");
+  if (bpftrace_installed()) {
+    EXPECT_TRUE(std::regex_match(line, kModeLine)) << "'" << line << "'\n" << r.out;
+    EXPECT_TRUE(std::regex_match(next, kAddsLine)) << "'" << next << "'\n" << r.out;
+    // It paired at least the storm's signals into its histogram.
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(next, m, std::regex(R"((\d+) delays in its histogram)"))) << next;
+    EXPECT_GE(std::stoull(m[1]), 20000u) << next;
+  } else {
+    EXPECT_NE(line.find("did not run: bpftrace is not installed"), std::string::npos) << r.out;
+  }
+  const auto [ratios, unused] = line_and_next(r.out, "  bpf against the others: ");
+  EXPECT_TRUE(std::regex_search(
+      ratios, std::regex(R"(^  bpf against the others: (-?\d+\.\d\dx the bpftrace pairing|the )"
+                         R"(bpftrace pairing (added nothing measurable|did not run)), )"
+                         R"((-?\d+\.\d\dx the floor|the floor added nothing measurable) \()")))
+      << "'" << ratios << "'\n"
+      << r.out;
+  EXPECT_EQ(bpftrace_pids(), before) << "a bpftrace process was left behind";
+}
+
+// Without bpftrace in PATH the bpftrace line says so; the others still run.
+TEST(TraceOverhead, WithoutBpftraceTheLineSaysSo) {
+  SKIP_UNLESS_ROOT();
+  const fs::path empty =
+      fs::temp_directory_path() / ("doorbell-no-bpftrace-" + std::to_string(::getpid()));
+  fs::create_directories(empty);
+  doorbell::test::RunOptions options;
+  options.timeout = std::chrono::seconds(120);
+  options.environment = environment_with_path(empty.string());
+  const RunResult r = run_doorbell(
+      {"trace", "--measure-overhead", "--storm-signals", "5000", "--storm-rounds", "1"}, options);
+  fs::remove(empty);
+  ASSERT_TRUE(r.success()) << r.describe();
+  EXPECT_NE(r.out.find("  bpftrace: did not run: bpftrace is not installed (not found in PATH"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the bpftrace pairing did not run"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_match(line_and_next(r.out, "  floor:").first, kModeLine)) << r.out;
+  // --json: the mode with its reason, and no ratio.
+  const RunResult j = run_doorbell(
+      {"trace", "--measure-overhead", "--storm-signals", "5000", "--storm-rounds", "1", "--json"},
+      options);
+  ASSERT_TRUE(j.success()) << j.describe();
+  const nlohmann::json o = nlohmann::json::parse(j.out);
+  EXPECT_EQ(o["modes"]["bpftrace"]["ran"], false) << j.out;
+  EXPECT_EQ(o["modes"]["floor"]["ran"], true) << j.out;
+  EXPECT_TRUE(o["bpf_vs_bpftrace"].is_null()) << j.out;
+}
+
+// SIGINT while bpftrace runs beside the storm: doorbell stops it, reaps it
+// and exits 0; no bpftrace is left.
+TEST(TraceOverhead, InterruptLeavesNoBpftrace) {
+  SKIP_UNLESS_ROOT();
+  if (!bpftrace_installed()) GTEST_SKIP() << "bpftrace is not installed";
+  doorbell::test::RunOptions options;
+  options.timeout = std::chrono::seconds(240);
+  auto program = doorbell::test::start_doorbell(
+      {"trace", "--measure-overhead", "--storm-signals", "5000", "--storm-rounds", "100"}, options);
+  // Its bpftrace child, once started (each round starts one).
+  pid_t child = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (child == 0 && std::chrono::steady_clock::now() < deadline) {
+    for (const pid_t pid : bpftrace_pids())
+      if (parent_of(pid) == program.pid()) child = pid;
+    if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(child, 0) << "no bpftrace child appeared in 120 s";
+  ASSERT_EQ(::kill(program.pid(), SIGINT), 0);
+  const RunResult r = program.finish();
+  ASSERT_TRUE(r.success()) << r.describe();
+  EXPECT_NE(slurp("/proc/" + std::to_string(child) + "/comm"), "bpftrace\n")
+      << "bpftrace " << child << " was left behind";
+  for (const pid_t pid : bpftrace_pids())
+    EXPECT_NE(parent_of(pid), 1) << "an orphaned bpftrace " << pid;
 }
 
 }  // namespace

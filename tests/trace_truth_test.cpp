@@ -164,4 +164,25 @@ TEST(TraceTruth, GroupExitIsNoDelivery) {
   }
 }
 
+// Takes by a signalfd read (issue 32's list): bpf counts each, paired with
+// its own generate (tracefs does not see them).
+TEST(TraceTruth, SignalfdTakesPairedInBpf) {
+  SKIP_UNLESS_ROOT();
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(run_shape("signalfd", 200, t));
+  expect_truth(t, false);
+  const trace::Counts* c = totals(t.bpf, t.pid, SIGUSR2);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->taken_signalfd, 200u);
+}
+
+// A thread-directed signal pending when its thread exits (issue 32's list):
+// discarded, never taken, never paired with a later take.
+TEST(TraceTruth, ThreadExitsWithItsSignalPending) {
+  SKIP_UNLESS_ROOT();
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(run_shape("thread_exit_pending", 500, t));
+  expect_truth(t, false);
+}
+
 }  // namespace

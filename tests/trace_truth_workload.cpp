@@ -17,13 +17,28 @@
 //              (tgkill) once, takes it in a handler and exits
 //   rt         N SIGRTMIN queued while blocked, then taken by sigtimedwait
 //   group_exit three threads asleep in pause(); the process exits (exit_group)
+//   signalfd   N SIGUSR2, each sent while blocked and read from a signalfd
+//   thread_exit_pending
+//              N threads one after the other, each blocks SIGUSR1, sends it
+//              to itself (tgkill: thread-directed, pending) and exits with it
+//              pending: discarded, never taken
+//   churn      for N seconds (the soak, tests/trace_soak_test.cpp): a thread
+//              that sends itself SIGUSR1 (tgkill, taken by a handler) and
+//              exits, then a child process that sends itself SIGRTMIN+9
+//              (taken by a handler) and exits, over and over; then it
+//              writes the truth to the file named by a third argument and
+//              waits (at most 60 s) to be killed, so that its row is still
+//              live when the tracer stops. The truth's SIGRTMIN+9 is the
+//              children's, one each.
 //
 // The JSON: {"shape", "signals": [{"sig", "sent", "taken", "discarded",
 // "max_delay_ns"}]}. Not a test by itself; no gtest.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -173,6 +188,79 @@ int rt(int n, std::vector<Truth>& out) {
   return 0;
 }
 
+int churn(int seconds, std::vector<Truth>& out) {
+  Truth threads{SIGUSR1}, children{SIGRTMIN + 9};
+  set_action(SIGUSR1, stamp);
+  set_action(SIGRTMIN + 9, stamp);
+  const uint64_t end = now_ns() + static_cast<uint64_t>(seconds) * 1000000000ull;
+  std::atomic<uint64_t> max_delay{0};
+  while (now_ns() < end) {
+    std::thread th([&] {
+      const uint64_t d = send_and_take(SIGUSR1);
+      if (d > max_delay.load()) max_delay.store(d);
+    });
+    th.join();
+    ++threads.sent;
+    const pid_t child = ::fork();
+    if (child < 0) return 8;
+    if (child == 0) {
+      ::kill(::getpid(), SIGRTMIN + 9);
+      ::_exit(g_taken[SIGRTMIN + 9].load() == 1 ? 0 : 1);
+    }
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 9;
+    ++children.sent;
+    ++children.taken;
+  }
+  threads.taken = g_taken[SIGUSR1].load();
+  threads.max_delay_ns = max_delay.load();
+  out.push_back(threads);
+  out.push_back(children);
+  return threads.taken == threads.sent ? 0 : 10;
+}
+
+int signalfd_takes(int n, std::vector<Truth>& out) {
+  const int sig = SIGUSR2;
+  set_blocked(sig, true);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  const int fd = ::signalfd(-1, &set, SFD_CLOEXEC);
+  if (fd < 0) return 11;
+  Truth t{sig};
+  for (int i = 0; i < n; ++i) {
+    const uint64_t before = now_ns();
+    ::kill(::getpid(), sig);
+    ++t.sent;
+    signalfd_siginfo info;
+    if (::read(fd, &info, sizeof info) != static_cast<ssize_t>(sizeof info)) return 12;
+    t.max_delay_ns = std::max(t.max_delay_ns, now_ns() - before);
+    ++t.taken;
+  }
+  ::close(fd);
+  out.push_back(t);
+  return 0;
+}
+
+int thread_exit_pending(int n, std::vector<Truth>& out) {
+  Truth t{SIGUSR1};
+  set_action(SIGUSR1, stamp);
+  for (int i = 0; i < n; ++i) {
+    std::thread th([] {
+      set_blocked(SIGUSR1, true);
+      ::syscall(SYS_tgkill, ::getpid(), ::syscall(SYS_gettid), SIGUSR1);
+    });
+    th.join();
+    ++t.sent;
+    ++t.discarded;
+  }
+  t.taken = g_taken[SIGUSR1].load();
+  out.push_back(t);
+  return t.taken == 0 ? 0 : 13;
+}
+
 int group_exit(std::vector<Truth>& out) {
   for (int i = 0; i < 3; ++i) std::thread([] { ::pause(); }).detach();
   ::usleep(20000);
@@ -184,7 +272,9 @@ int group_exit(std::vector<Truth>& out) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: trace_truth_workload discards|threads|rt|group_exit [N]\n");
+    std::fprintf(stderr,
+                 "usage: trace_truth_workload "
+                 "discards|threads|rt|group_exit|signalfd|thread_exit_pending|churn [N] [FILE]\n");
     return 2;
   }
   const std::string shape = argv[1];
@@ -197,6 +287,18 @@ int main(int argc, char** argv) {
   if (shape == "threads") rc = threads(n, truths);
   if (shape == "rt") rc = rt(n, truths);
   if (shape == "group_exit") rc = group_exit(truths);
+  if (shape == "signalfd") rc = signalfd_takes(n, truths);
+  if (shape == "thread_exit_pending") rc = thread_exit_pending(n, truths);
+  if (shape == "churn") {
+    rc = churn(n, truths);
+    if (argc < 4) return 2;
+    FILE* f = std::fopen(argv[3], "w");
+    if (f == nullptr) return 2;
+    std::fprintf(f, "%s\n", json_of(shape.c_str(), truths).c_str());
+    std::fclose(f);
+    ::sleep(60);  // killed before: its row stays live while the tracer stops
+    return rc;
+  }
   std::printf("%s\n", json_of(shape.c_str(), truths).c_str());
   std::fflush(stdout);
   return rc;

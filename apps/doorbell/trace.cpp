@@ -346,6 +346,9 @@ nlohmann::json mode_json(const trace::OverheadMode& m, double untraced_min, int 
   if (m.name != "untraced") {
     j["added_ns_per_signal"] = m.min() - untraced_min;
     j["slowdown_percent"] = 100.0 * (m.min() - untraced_min) / untraced_min;
+  }
+  if (m.name == "bpftrace") j["paired_seen"] = m.paired_seen;
+  if (m.name == "tracefs" || m.name == "bpf") {
     j["generated_seen"] = m.generated_seen;
     j["delivered_seen"] = m.delivered_seen;
     j["signals_sent"] = static_cast<uint64_t>(count) * m.ns_per_signal.size();
@@ -360,6 +363,19 @@ std::string mode_text(const trace::OverheadMode& m, double untraced_min, int cou
       "  {:<9} {:>8.0f} signals/s; ns per signal min {:.0f}, median {:.0f}, max {:.0f}\n",
       m.name + ":", 1e9 / m.min(), m.min(), m.median(), m.max());
   if (m.name == "untraced") return text;
+  const double added = m.min() - untraced_min;
+  const double percent = 100.0 * added / untraced_min;
+  if (m.name == "floor")
+    return text + fmt::format(
+                      "            adds {:.0f} ns per signal ({:.1f}%, min against min); programs "
+                      "that only read the clock on both ends, counting nothing\n",
+                      added, percent);
+  if (m.name == "bpftrace")
+    return text + fmt::format(
+                      "            adds {:.0f} ns per signal ({:.1f}%, min against min); {} delays "
+                      "in its histogram (whole system: the storm's {} sent and any others)\n",
+                      added, percent, m.paired_seen,
+                      static_cast<uint64_t>(count) * m.ns_per_signal.size());
   const uint64_t sent = static_cast<uint64_t>(count) * m.ns_per_signal.size();
   text += fmt::format(
       "            adds {:.0f} ns per signal ({:.1f}%, min against min); saw {} of {} sent "
@@ -368,6 +384,22 @@ std::string mode_text(const trace::OverheadMode& m, double untraced_min, int cou
       sent, m.delivered_seen, m.lost_events,
       m.generated_seen == sent && m.delivered_seen == sent ? " (exact)" : " (NOT exact)");
   return text;
+}
+
+// What bpf adds as a multiple of what `other` adds ("0.42x"), or why there
+// is no such figure.
+std::string ratio_text(const trace::OverheadMode& bpf, const trace::OverheadMode& other,
+                       double untraced_min, const char* what) {
+  if (!other.ran()) return fmt::format("{} did not run", what);
+  const double other_added = other.min() - untraced_min;
+  if (!(other_added > 0)) return fmt::format("{} added nothing measurable", what);
+  return fmt::format("{:.2f}x {}", (bpf.min() - untraced_min) / other_added, what);
+}
+
+nlohmann::json ratio_json(const trace::OverheadMode& bpf, const trace::OverheadMode& other,
+                          double untraced_min) {
+  if (!bpf.ran() || !other.ran() || !(other.min() - untraced_min > 0)) return nullptr;
+  return (bpf.min() - untraced_min) / (other.min() - untraced_min);
 }
 
 int measure_overhead(int count, int rounds, bool json) {
@@ -387,7 +419,13 @@ int measure_overhead(int count, int rounds, bool json) {
                      {"modes",
                       {{"untraced", mode_json(r.untraced, plain, count)},
                        {"tracefs", mode_json(r.tracefs, plain, count)},
-                       {"bpf", mode_json(r.bpf, plain, count)}}}};
+                       {"bpf", mode_json(r.bpf, plain, count)},
+                       {"floor", mode_json(r.floor, plain, count)},
+                       {"bpftrace", mode_json(r.bpftrace, plain, count)}}},
+                     // What bpf adds as a multiple of what each adds (null
+                     // when one did not run or added nothing measurable).
+                     {"bpf_vs_bpftrace", ratio_json(r.bpf, r.bpftrace, plain)},
+                     {"bpf_vs_floor", ratio_json(r.bpf, r.floor, plain)}};
     // The keys of the tracefs-only output, kept for readers of it.
     if (r.tracefs.ran()) {
       j["traced_ns_per_signal"] = r.tracefs.min();
@@ -401,10 +439,18 @@ int measure_overhead(int count, int rounds, bool json) {
   } else {
     std::cout << fmt::format(
         "self-signal storm (kill + empty handler), {} signals per run, {} rounds of untraced, "
-        "tracefs and bpf interleaved (whole system traced; tracefs read every 10 ms):\n",
+        "tracefs, bpf, the floor and bpftrace interleaved (whole system traced; tracefs read "
+        "every 10 ms):\n",
         count, r.rounds);
     std::cout << mode_text(r.untraced, plain, count) << mode_text(r.tracefs, plain, count)
-              << mode_text(r.bpf, plain, count);
+              << mode_text(r.bpf, plain, count) << mode_text(r.floor, plain, count)
+              << mode_text(r.bpftrace, plain, count);
+    if (r.bpf.ran())
+      std::cout << fmt::format(
+          "  bpf against the others: {}, {} (what each adds, min against min; bpftrace: its "
+          "two-probe pairing into a histogram, no causes)\n",
+          ratio_text(r.bpf, r.bpftrace, plain, "the bpftrace pairing"),
+          ratio_text(r.bpf, r.floor, plain, "the floor"));
   }
   return 0;
 }
@@ -446,8 +492,10 @@ const CommandRegistrar kTrace{
           ->capture_default_str()
           ->check(number_in(1000, 100000000))
           ->needs(overhead);
-      cmd->add_option("--storm-rounds", args->overhead_rounds,
-                      "rounds of --measure-overhead (each runs untraced, tracefs and bpf)")
+      cmd->add_option(
+             "--storm-rounds", args->overhead_rounds,
+             "rounds of --measure-overhead (each runs untraced, tracefs, bpf, the floor and "
+             "bpftrace)")
           ->capture_default_str()
           ->check(number_in(1, 1000))
           ->needs(overhead);

@@ -9,12 +9,15 @@
 #include <array>
 #include <cerrno>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "lab/common/signal_scope.h"
 #include "lab/common/time.h"
 #include "lab/harness/clock.h"
 #include "lab/trace/backend.h"
+#include "lab/trace/bpf/floor_programs.h"
+#include "lab/trace/bpftrace_pairing.h"
 #include "sys/error.h"
 
 namespace doorbell::lab::trace {
@@ -91,6 +94,46 @@ StormRun run_storm(int count, Backend* backend, Tracker* tracker) {
   return {per_signal, child};
 }
 
+// What a mode runs beside the storm: nothing, a backend, the floor's
+// programs, bpftrace.
+enum class Beside { nothing, backend, floor, bpftrace };
+
+// The floor: the storm with only the programs that read the clock attached.
+void run_floor(OverheadMode& mode, int count) {
+  if (!mode.unavailable.empty()) return;
+  std::optional<bpf::FloorPrograms> programs;
+  try {
+    programs.emplace();
+  } catch (const bpf::BpfUnavailable& e) {
+    mode.unavailable = e.what();
+    return;
+  }
+  mode.ns_per_signal.push_back(run_storm(count, nullptr, nullptr).ns_per_signal);
+}
+
+// bpftrace pairing the two ends, started afresh each round (its start, a
+// few seconds of compiling, is not timed), stopped and reaped after.
+void run_bpftrace(OverheadMode& mode, int count, const std::function<bool()>& stop) {
+  if (!mode.unavailable.empty()) return;
+  const std::string path = find_bpftrace();
+  if (path.empty()) {
+    mode.unavailable =
+        "bpftrace is not installed (not found in PATH; Debian: apt-get install bpftrace)";
+    return;
+  }
+  std::optional<BpftracePairing> pairing;
+  try {
+    pairing.emplace(path, stop);
+  } catch (const BpftraceUnavailable& e) {
+    mode.unavailable = e.what();
+    return;
+  }
+  if (!pairing->ready()) return;  // a stop request; the destructor kills it
+  const double ns = run_storm(count, nullptr, nullptr).ns_per_signal;
+  mode.paired_seen += pairing->finish();
+  mode.ns_per_signal.push_back(ns);
+}
+
 void run_mode(OverheadMode& mode, std::optional<BackendKind> kind, int count) {
   if (!kind) {
     mode.ns_per_signal.push_back(run_storm(count, nullptr, nullptr).ns_per_signal);
@@ -142,15 +185,29 @@ OverheadResult measure_overhead(int count, int rounds, const std::function<bool(
   r.signals_per_run = count;
   struct Slot {
     OverheadMode* mode;
+    Beside beside;
     std::optional<BackendKind> kind;
   };
-  const std::array<Slot, 3> slots{Slot{&r.untraced, std::nullopt},
-                                  Slot{&r.tracefs, BackendKind::tracefs},
-                                  Slot{&r.bpf, BackendKind::bpf}};
+  const std::array<Slot, 5> slots{Slot{&r.untraced, Beside::nothing, std::nullopt},
+                                  Slot{&r.tracefs, Beside::backend, BackendKind::tracefs},
+                                  Slot{&r.bpf, Beside::backend, BackendKind::bpf},
+                                  Slot{&r.floor, Beside::floor, std::nullopt},
+                                  Slot{&r.bpftrace, Beside::bpftrace, std::nullopt}};
   for (int round = 0; round < rounds && !stop(); ++round) {
     for (std::size_t i = 0; i < slots.size() && !stop(); ++i) {
       const Slot& slot = slots[(i + static_cast<std::size_t>(round)) % slots.size()];
-      run_mode(*slot.mode, slot.kind, count);
+      switch (slot.beside) {
+        case Beside::nothing:
+        case Beside::backend:
+          run_mode(*slot.mode, slot.kind, count);
+          break;
+        case Beside::floor:
+          run_floor(*slot.mode, count);
+          break;
+        case Beside::bpftrace:
+          run_bpftrace(*slot.mode, count, stop);
+          break;
+      }
     }
     if (!stop()) r.rounds = round + 1;
   }

@@ -2,7 +2,10 @@
 // SIGUSR1 (kill + empty handler, each delivered before kill returns), timed
 // untraced, traced by the tracefs backend and traced by the BPF backend,
 // both tracing the whole system (tracefs read live every 10 ms, bpf's maps at
-// the end); the three are
+// the end), with only the floor's programs attached (an empty program that
+// reads the clock on signal_generate and one on signal_deliver:
+// lab/trace/bpf/floor.bpf.c), and beside Debian's bpftrace pairing the two
+// (lab/trace/bpftrace_pairing.h); the five are
 // interleaved round by round (the order rotates, so a drift in the machine's
 // load does not favour one), `rounds` rounds (`doorbell trace
 // --measure-overhead`). Each traced run also checks its backend's counts of
@@ -17,12 +20,13 @@
 namespace doorbell::lab::trace {
 
 struct OverheadMode {
-  std::string name;                   // "untraced", "tracefs", "bpf"
+  std::string name;                   // "untraced", "tracefs", "bpf", "floor", "bpftrace"
   std::string unavailable;            // why it did not run; empty when it ran
   std::vector<double> ns_per_signal;  // one per round, in round order
   uint64_t generated_seen = 0;        // the storm child's signals the backend saw, all rounds
   uint64_t delivered_seen = 0;
   long long lost_events = 0;
+  uint64_t paired_seen = 0;  // bpftrace: the delays in its histogram (whole system), all rounds
 
   bool ran() const noexcept { return !ns_per_signal.empty(); }
   double min() const;
@@ -33,11 +37,13 @@ struct OverheadMode {
 struct OverheadResult {
   int signals_per_run = 0;
   int rounds = 0;  // completed (a stop request ends early)
-  OverheadMode untraced{"untraced"}, tracefs{"tracefs"}, bpf{"bpf"};
+  OverheadMode untraced{"untraced"}, tracefs{"tracefs"}, bpf{"bpf"}, floor{"floor"},
+      bpftrace{"bpftrace"};
 };
 
 // Throws std::runtime_error when a storm child fails. A backend that cannot
-// run is skipped with its reason (OverheadMode::unavailable). `stop` is
+// run is skipped with its reason (OverheadMode::unavailable; bpftrace: not
+// installed, not in PATH). `stop` is
 // asked between runs; a stop ends the measurement with the rounds done.
 OverheadResult measure_overhead(int count, int rounds, const std::function<bool()>& stop);
 
