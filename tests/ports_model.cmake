@@ -14,3 +14,14 @@ doorbell_add_spin_model(NAME ports_model_sampling_no_recheck MODEL ${_ports_mode
 doorbell_add_spin_model(NAME ports_model_sampling_same_slot MODEL ${_ports_model} EXPECT fail
                         DEFINES -DSAME_SLOT
                         ERROR_PATTERN "assertion violated \\(ok\\|\\|\\(published_seq==0\\)\\)")
+
+# The queuing ring (tests/models/ports_queuing.pml): whole messages, in
+# order, once, and sent = received + waiting + refused, with the sender
+# killed anywhere; advancing the tail before writing the slot must fail.
+set(_ports_queuing ${CMAKE_CURRENT_SOURCE_DIR}/models/ports_queuing.pml)
+doorbell_add_spin_model(NAME ports_model_queuing MODEL ${_ports_queuing} EXPECT pass)
+doorbell_add_spin_model(NAME ports_model_queuing_depth_three MODEL ${_ports_queuing} EXPECT pass
+                        DEFINES -DDEPTH=3 -DM=5)
+doorbell_add_spin_model(NAME ports_model_queuing_tail_first MODEL ${_ports_queuing} EXPECT fail
+                        DEFINES -DTAIL_FIRST
+                        ERROR_PATTERN "assertion violated \\(\\(a==b\\)&&\\(a!=0\\)\\)")
