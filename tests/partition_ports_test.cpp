@@ -289,6 +289,10 @@ TEST(PartitionPorts, TheMemfdIsNotInheritedByUnrelatedPrograms) {
 // Two partitions of a real run: A sends one command and writes telemetry in
 // each of its windows; B reads them in its windows (suspended in between).
 TEST(PartitionPorts, PartitionsOfARunExchangeMessagesThroughBothKinds) {
+  // Stale values from an outer run (this process a partition itself) must
+  // not win over what the scheduler hands its own partitions.
+  ::setenv("DOORBELL_PORTS_FD", "0", 1);
+  ::setenv("DOORBELL_PARTITION", "outer", 1);
   dp::Schedule s;
   s.major_frame_ns = 20'000'000;
   s.channels.push_back(sampling("tm", "A.tm", {"B.tm"}, 64, 1'000'000'000));
@@ -329,6 +333,8 @@ TEST(PartitionPorts, PartitionsOfARunExchangeMessagesThroughBothKinds) {
   options.frames = 60;  // bounded: both finish long before
   options.fifo_priority = 0;
   const dp::RunReport report = scheduler.run(options);
+  ::unsetenv("DOORBELL_PORTS_FD");
+  ::unsetenv("DOORBELL_PARTITION");
   ASSERT_EQ(report.exits.size(), 2u) << "a partition did not finish within 60 frames";
   for (const auto& e : report.exits) EXPECT_EQ(e.reason, "exited 0") << "partition " << e.partition;
 }

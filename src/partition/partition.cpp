@@ -318,15 +318,23 @@ void Run::spawn(Partition& p) {
   const PartitionSpec& spec = *p.spec;
   // Everything the child needs is built before fork: no allocation after it.
   std::vector<std::string> env_strings;
+  const int ports_fd = ports_.get();
+  // With ports, the scheduler's DOORBELL_PORTS_FD and DOORBELL_PARTITION
+  // replace any inherited (an outer run's) or configured ones.
+  auto ports_variable = [ports_fd](const std::string& entry) {
+    return ports_fd >= 0 && (entry.rfind("DOORBELL_PORTS_FD=", 0) == 0 ||
+                             entry.rfind("DOORBELL_PARTITION=", 0) == 0);
+  };
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
+    if (ports_variable(entry)) continue;
     bool overridden = false;
     for (const auto& [key, value] : spec.environment)
       if (entry.compare(0, key.size() + 1, key + "=") == 0) overridden = true;
     if (!overridden) env_strings.push_back(entry);
   }
-  for (const auto& [key, value] : spec.environment) env_strings.push_back(key + "=" + value);
-  const int ports_fd = ports_.get();
+  for (const auto& [key, value] : spec.environment)
+    if (!ports_variable(key + "=")) env_strings.push_back(key + "=" + value);
   if (ports_fd >= 0) {
     env_strings.push_back("DOORBELL_PORTS_FD=" + std::to_string(ports_fd));
     env_strings.push_back("DOORBELL_PARTITION=" + spec.name);

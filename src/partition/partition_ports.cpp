@@ -312,6 +312,10 @@ Ports::Ports(int fd, std::string partition) : partition_(std::move(partition)) {
 }
 
 Ports Ports::from_environment() {
+  // The scheduler's own hand-over in this process (an entry partition)
+  // first: the environment may be an outer run's.
+  if (inherited::ports_fd >= 0 && inherited::partition != nullptr)
+    return Ports(inherited::ports_fd, inherited::partition);
   const char* fd_text = std::getenv("DOORBELL_PORTS_FD");
   const char* name = std::getenv("DOORBELL_PARTITION");
   if (fd_text != nullptr && name != nullptr) {
@@ -322,8 +326,6 @@ Ports Ports::from_environment() {
     throw std::runtime_error(std::string("DOORBELL_PORTS_FD='") + fd_text +
                              "' is not a descriptor number");
   }
-  if (inherited::ports_fd >= 0 && inherited::partition != nullptr)
-    return Ports(inherited::ports_fd, inherited::partition);
   throw std::runtime_error(
       "no port memory: DOORBELL_PORTS_FD and DOORBELL_PARTITION are not set (a partition of a "
       "schedule with [[channel]] tables gets them from the scheduler)");
