@@ -467,6 +467,72 @@ TEST(ScheduleFile, Load_MissingFile) {
   }
 }
 
+// Issue 35: [[channel]] tables (ports).
+const char* kChannels = R"(
+[[channel]]
+name = "tm"
+kind = "sampling"
+source = "A.tm"
+destinations = ["B.tm"]
+message_size = 64
+refresh_ms = 40
+
+[[channel]]
+name = "cmd"
+kind = "queuing"
+source = "B.cmd"
+destinations = ["A.cmd"]
+message_size = 32
+depth = 16
+)";
+
+TEST(ScheduleFile, Channels_Parsed) {
+  const Schedule s = parse_schedule_toml(std::string(kValid) + kChannels, "s.toml");
+  ASSERT_EQ(s.channels.size(), 2u);
+  EXPECT_EQ(s.channels[0].kind, PortKind::sampling);
+  EXPECT_EQ(s.channels[0].source, "A.tm");
+  EXPECT_EQ(s.channels[0].destinations, std::vector<std::string>{"B.tm"});
+  EXPECT_EQ(s.channels[0].refresh_ns, 40'000'000);
+  EXPECT_EQ(s.channels[0].line, 22);
+  EXPECT_EQ(s.channels[1].kind, PortKind::queuing);
+  EXPECT_EQ(s.channels[1].depth, 16u);
+  EXPECT_EQ(s.channels[1].message_size, 32u);
+}
+
+TEST(ScheduleFile, Channels_BadOnesNamedWithTheirLine) {
+  const std::string all = std::string(kValid) + kChannels;
+  expect_error(replace(all, "source = \"A.tm\"", "source = \"X.tm\""), 22,
+               "port 'X.tm' names unknown partition 'X'");
+  expect_error(replace(all, "source = \"A.tm\"", "source = \"Atm\""), 22, "must be PARTITION.PORT");
+  expect_error(replace(all, "message_size = 64", "message_size = 0"), 27,
+               "message_size = 0 is outside 1..65536");
+  expect_error(replace(all, "message_size = 64", "message_size = 65537"), 27,
+               "message_size = 65537 is outside 1..65536");
+  expect_error(replace(all, "depth = 16", "depth = 65537"), 36, "depth = 65537 is outside");
+  expect_error(replace(all, "depth = 16", "depth = 0"), 36, "depth = 0 is outside");
+  expect_error(replace(all, "refresh_ms = 40", "refresh_ms = 0"), 22,
+               "refresh_ms must be longer than zero");
+  expect_error(replace(all, "kind = \"sampling\"", "kind = \"mailbox\""), 24,
+               "kind must be sampling or queuing");
+  expect_error(replace(all, "name = \"cmd\"", "name = \"tm\""), 30,
+               "channel 'tm' is defined twice");
+  // A port that is a source and a destination (or used twice).
+  expect_error(replace(all, "destinations = [\"A.cmd\"]", "destinations = [\"A.tm\"]"), 30,
+               "port 'A.tm' is already used (line 22)");
+  expect_error(replace(all, "destinations = [\"B.tm\"]", "destinations = [\"B.tm\", \"B.tm\"]"), 22,
+               "port 'B.tm' is already used");
+  expect_error(replace(all, "destinations = [\"B.tm\"]", "destinations = []"), 22,
+               "has no destinations");
+  expect_error(replace(all, "depth = 16", "depth = 16\nbogus = 1"), 37,
+               "unknown key 'bogus' in a [[channel]]");
+  expect_error(replace(all, "refresh_ms = 40", "refresh_ms = 40\ndepth = 3"), 29,
+               "depth is for queuing channels");
+  // The whole port memory is bounded: 64 destinations x 65536 x 64 KiB is not.
+  std::string big = replace(all, "message_size = 32", "message_size = 65536");
+  big = replace(big, "depth = 16", "depth = 8192");
+  expect_error(big, 30, "MiB of shared memory");
+}
+
 TEST(ScheduleFile, ShippedExamples_AreValid) {
   int examples = 0;
   for (const auto& entry : std::filesystem::directory_iterator(std::string(DOORBELL_SOURCE_DIR) +
@@ -508,6 +574,22 @@ TEST(PartitionCheckCli, ShortWindows_WarnOnStderr) {
   const test::RunResult r = test::run_doorbell({"partition", "check", file.path});
   EXPECT_EQ(r.exit_code(), 0) << r.describe();
   EXPECT_THAT(r.err, HasSubstr("warning: 2 windows shorter than"));
+}
+
+TEST(PartitionCheckCli, Channels_PrintedAndBadOnesExitTwo) {
+  const TempFile good(std::string(kValid) + kChannels);
+  test::RunResult r = test::run_doorbell({"partition", "check", good.path});
+  EXPECT_EQ(r.exit_code(), 0) << r.describe();
+  EXPECT_THAT(r.out, HasSubstr("2 channels, "));
+  EXPECT_THAT(r.out, HasSubstr("tm: sampling A.tm -> B.tm, 64 bytes, refresh 40 ms"));
+  EXPECT_THAT(r.out, HasSubstr("cmd: queuing B.cmd -> A.cmd, 16 x 32 bytes"));
+  const TempFile bad(
+      replace(std::string(kValid) + kChannels, "source = \"A.tm\"", "source = \"Q.tm\""));
+  r = test::run_doorbell({"partition", "check", bad.path});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr(bad.path + ":22: channel 'tm': port 'Q.tm' names unknown "
+                                          "partition 'Q'"));
+  EXPECT_EQ(r.out, "");
 }
 
 TEST(PartitionCheckCli, MissingFile_ExitsTwo) {

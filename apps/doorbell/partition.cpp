@@ -21,6 +21,7 @@
 #include "apps/doorbell/command.h"
 #include "apps/doorbell/options.h"
 #include "doorbell/partition.h"
+#include "doorbell/partition_ports.h"
 #include "lab/common/output_file.h"
 #include "lab/common/signal_scope.h"
 #include "lab/partition/schedule_file.h"
@@ -180,6 +181,23 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
 std::string us_from(double ns, const partition::FigureSource& source) {
   if (source.resolution_ns > 1000) return "~" + us(static_cast<double>(source.resolution_ns));
   return us(ns);
+}
+
+// The channels of `partition check`, one line each, and the port memory.
+void print_channels(const Schedule& s) {
+  if (s.channels.empty()) return;
+  std::cout << fmt::format("{} channels, {} bytes of port memory (one memfd)\n", s.channels.size(),
+                           partition::port_memory_size(s.channels));
+  for (const auto& c : s.channels) {
+    std::string to;
+    for (const auto& d : c.destinations) to += (to.empty() ? "" : ", ") + d;
+    if (c.kind == partition::PortKind::sampling)
+      std::cout << fmt::format("  {}: sampling {} -> {}, {} bytes, refresh {} ms\n", c.name,
+                               c.source, to, c.message_size, c.refresh_ns / 1e6);
+    else
+      std::cout << fmt::format("  {}: queuing {} -> {}, {} x {} bytes\n", c.name, c.source, to,
+                               c.depth, c.message_size);
+  }
 }
 
 void print_summary(const Schedule& s, const partition::RunReport& r) {
@@ -441,6 +459,7 @@ const CommandRegistrar kPartition{
         for (const auto& w : s.windows)
           std::cout << fmt::format("  [{:>10.3f}, {:>10.3f}) ms  {}\n", w.offset_ns / 1e6,
                                    (w.offset_ns + w.duration_ns) / 1e6, w.partition);
+        print_channels(s);
       });
     }};
 

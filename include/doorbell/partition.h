@@ -209,6 +209,19 @@ struct WindowSpec {
   std::size_t partition_index = 0;  // filled by validate()
 };
 
+// A channel between partitions (ARINC 653 ports; include/doorbell/partition_ports.h).
+enum class PortKind { sampling, queuing };
+struct ChannelSpec {
+  std::string name;  // [A-Za-z0-9_-]{1,64}, unique
+  PortKind kind = PortKind::sampling;
+  std::string source;                     // "PARTITION.PORT"
+  std::vector<std::string> destinations;  // "PARTITION.PORT", at least one
+  uint32_t message_size = 0;              // 1..kMaxMessageSize bytes
+  uint32_t depth = 0;                     // queuing: 1..kMaxQueueDepth messages
+  int64_t refresh_ns = 0;                 // sampling: > 0, a read older than this is invalid
+  int line = 0;
+};
+
 struct Schedule {
   int64_t major_frame_ns = 0;
   int major_frame_line = 0;
@@ -221,6 +234,9 @@ struct Schedule {
   int64_t max_stop_lead_ns = 0;
   std::vector<PartitionSpec> partitions;
   std::vector<WindowSpec> windows;
+  // Ports: the scheduler makes one memfd for all of them, inherited by the
+  // partitions (partition_ports.h). Checked by validate_channels().
+  std::vector<ChannelSpec> channels;
 };
 
 // A schedule that cannot run. line is the schedule file's line (0 when the
@@ -245,6 +261,13 @@ class ScheduleError : public std::invalid_argument {
 // window, at most kMaxPartitions partitions. Sorts windows by offset and
 // fills partition_index. Throws ScheduleError naming the offending line.
 void validate(Schedule& schedule);
+
+// Checks the channels (validate() calls it): names valid and unique; source
+// and destinations name a known partition and a valid port name
+// ("PARTITION.PORT"); no port named twice (so none is both a source and a
+// destination); sizes within partition_ports.h's bounds and the whole port
+// memory at most kMaxPortMemory. Throws ScheduleError naming the line.
+void validate_channels(const Schedule& schedule);
 
 // Windows shorter than this are warned about (schedule_warnings): a
 // suspension and a resume take tens to hundreds of microseconds

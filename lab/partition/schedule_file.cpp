@@ -1,5 +1,7 @@
 #include "lab/partition/schedule_file.h"
 
+#include "doorbell/partition_ports.h"
+
 #include <sched.h>
 #include <sys/stat.h>
 
@@ -71,11 +73,75 @@ const toml::array& array_of_tables(const toml::table& root, const char* key) {
   return *array;
 }
 
+// A whole number within [low, high] for `key`.
+int64_t bounded_integer(const toml::node& node, const std::string& key, int64_t low, int64_t high) {
+  const auto* i = node.as_integer();
+  if (i == nullptr) throw ScheduleError(line_of(node), key + " must be a whole number");
+  if (i->get() < low || i->get() > high)
+    throw ScheduleError(line_of(node), key + " = " + std::to_string(i->get()) + " is outside " +
+                                           std::to_string(low) + ".." + std::to_string(high));
+  return i->get();
+}
+
+// [[channel]]: name, kind, source, destinations, message_size, depth
+// (queuing), refresh_ms (sampling). partition::validate_channels() checks the
+// rest (partitions, duplicates, total memory).
+partition::ChannelSpec channel_from(const toml::table& t, int line) {
+  reject_unknown(t,
+                 {"name", "kind", "source", "destinations", "message_size", "depth", "refresh_ms"},
+                 "a [[channel]]");
+  partition::ChannelSpec c;
+  c.line = line;
+  const toml::node* name = t.get("name");
+  if (name == nullptr) throw ScheduleError(line, "channel has no name");
+  c.name = string_of(*name, "name");
+  const toml::node* kind = t.get("kind");
+  if (kind == nullptr) throw ScheduleError(line, "channel '" + c.name + "' has no kind");
+  const std::string k = string_of(*kind, "kind");
+  if (k == "sampling")
+    c.kind = partition::PortKind::sampling;
+  else if (k == "queuing")
+    c.kind = partition::PortKind::queuing;
+  else
+    throw ScheduleError(line_of(*kind), "kind must be sampling or queuing, not '" + k + "'");
+  const toml::node* source = t.get("source");
+  if (source == nullptr) throw ScheduleError(line, "channel '" + c.name + "' has no source");
+  c.source = string_of(*source, "source");
+  const toml::node* destinations = t.get("destinations");
+  if (destinations == nullptr)
+    throw ScheduleError(line, "channel '" + c.name + "' has no destinations");
+  if (const auto* array = destinations->as_array()) {
+    for (const toml::node& d : *array) c.destinations.push_back(string_of(d, "destinations"));
+  } else {
+    c.destinations.push_back(string_of(*destinations, "destinations"));
+  }
+  const toml::node* size = t.get("message_size");
+  if (size == nullptr) throw ScheduleError(line, "channel '" + c.name + "' has no message_size");
+  c.message_size =
+      static_cast<uint32_t>(bounded_integer(*size, "message_size", 1, partition::kMaxMessageSize));
+  const toml::node* depth = t.get("depth");
+  const toml::node* refresh = t.get("refresh_ms");
+  if (c.kind == partition::PortKind::queuing) {
+    if (refresh != nullptr)
+      throw ScheduleError(line_of(*refresh), "refresh_ms is for sampling channels, not queuing");
+    if (depth == nullptr)
+      throw ScheduleError(line, "queuing channel '" + c.name + "' has no depth");
+    c.depth = static_cast<uint32_t>(bounded_integer(*depth, "depth", 1, partition::kMaxQueueDepth));
+  } else {
+    if (depth != nullptr)
+      throw ScheduleError(line_of(*depth), "depth is for queuing channels, not sampling");
+    if (refresh == nullptr)
+      throw ScheduleError(line, "sampling channel '" + c.name + "' has no refresh_ms");
+    c.refresh_ns = duration_ns(*refresh, "refresh_ms");
+  }
+  return c;
+}
+
 Schedule schedule_from(const toml::table& root) {
   Schedule s;
   reject_unknown(root,
                  {"major_frame_ms", "method", "freezer", "on_partition_exit", "on_scheduler_exit",
-                  "overrun_threshold_ms", "max_stop_lead_us", "partition", "window"},
+                  "overrun_threshold_ms", "max_stop_lead_us", "partition", "window", "channel"},
                  "the schedule");
   const toml::node* frame = root.get("major_frame_ms");
   if (frame == nullptr) throw ScheduleError(1, "major_frame_ms is missing");
@@ -190,6 +256,8 @@ Schedule schedule_from(const toml::table& root) {
     w.duration_ns = duration_ns(*duration, "duration_ms");
     s.windows.push_back(std::move(w));
   }
+  for (const toml::node& node : array_of_tables(root, "channel"))
+    s.channels.push_back(channel_from(*node.as_table(), line_of(node)));
   partition::validate(s);
   return s;
 }

@@ -41,6 +41,7 @@
 #include <memory>
 
 #include "doorbell/partition.h"
+#include "doorbell/partition_ports.h"
 #include "doorbell/thread_broadcast.h"
 #include "partition/partition_guardian.h"
 #include "sys/cpu_relax.h"
@@ -216,6 +217,9 @@ class Run {
   std::vector<Partition> partitions_;
   std::unique_ptr<CgroupFreezer> keeper_;
   sys::UniqueFd timer_;
+  // The port memory (partition_ports.h), when the schedule has channels:
+  // close-on-exec here, inherited by the partitions only.
+  sys::UniqueFd ports_;
   int old_policy_ = -1;
   sched_param old_param_{};
   bool stop_requested_ = false;
@@ -248,6 +252,7 @@ void Run::set_up() {
   }
 
   guardian_ = detail::Guardian::start();
+  if (!schedule_.channels.empty()) ports_.reset(create_port_memory(schedule_.channels));
 
   SuspendMethod method = schedule_.method;
   if (method == SuspendMethod::freezer) {
@@ -313,14 +318,27 @@ void Run::spawn(Partition& p) {
   const PartitionSpec& spec = *p.spec;
   // Everything the child needs is built before fork: no allocation after it.
   std::vector<std::string> env_strings;
+  const int ports_fd = ports_.get();
+  // With ports, the scheduler's DOORBELL_PORTS_FD and DOORBELL_PARTITION
+  // replace any inherited (an outer run's) or configured ones.
+  auto ports_variable = [ports_fd](const std::string& entry) {
+    return ports_fd >= 0 && (entry.rfind("DOORBELL_PORTS_FD=", 0) == 0 ||
+                             entry.rfind("DOORBELL_PARTITION=", 0) == 0);
+  };
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
+    if (ports_variable(entry)) continue;
     bool overridden = false;
     for (const auto& [key, value] : spec.environment)
       if (entry.compare(0, key.size() + 1, key + "=") == 0) overridden = true;
     if (!overridden) env_strings.push_back(entry);
   }
-  for (const auto& [key, value] : spec.environment) env_strings.push_back(key + "=" + value);
+  for (const auto& [key, value] : spec.environment)
+    if (!ports_variable(key + "=")) env_strings.push_back(key + "=" + value);
+  if (ports_fd >= 0) {
+    env_strings.push_back("DOORBELL_PORTS_FD=" + std::to_string(ports_fd));
+    env_strings.push_back("DOORBELL_PARTITION=" + spec.name);
+  }
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -383,9 +401,18 @@ void Run::spawn(Partition& p) {
     // Start suspended: the first window's resume lets us go on.
     sys::kill(::getpid(), SIGSTOP);
     if (spec.entry) {
-      sys::close_range(3u, ~0u, 0u);
+      if (ports_fd >= 0) {  // the port memory stays, the rest goes
+        if (ports_fd > 3) sys::close_range(3u, static_cast<unsigned>(ports_fd) - 1, 0u);
+        sys::close_range(static_cast<unsigned>(ports_fd) + 1, ~0u, 0u);
+        doorbell::partition::inherited::ports_fd = ports_fd;
+        doorbell::partition::inherited::partition = spec.name.c_str();
+      } else {
+        sys::close_range(3u, ~0u, 0u);
+      }
       ::_exit(spec.entry());
     }
+    // The port memory, and nothing else of ours, survives the exec.
+    if (ports_fd >= 0) ::fcntl(ports_fd, F_SETFD, 0);
     sys::execve(p.exec_path.c_str(), argv.data(), envp.data());
     const int error = errno;
     while (sys::write(error_pipe[1], &error, sizeof error) < 0 && errno == EINTR) {

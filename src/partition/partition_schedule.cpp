@@ -157,6 +157,7 @@ void validate(Schedule& schedule) {
     if (!has_window[i])
       throw ScheduleError(schedule.partitions[i].line,
                           "partition '" + schedule.partitions[i].name + "' has no window");
+  validate_channels(schedule);
 }
 
 std::vector<std::string> schedule_warnings(const Schedule& schedule) {
