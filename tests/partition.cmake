@@ -2,6 +2,14 @@
 add_executable(partition_progress_prog ${CMAKE_CURRENT_SOURCE_DIR}/partition_progs/progress.cpp)
 target_include_directories(partition_progress_prog PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(partition_progress_prog PRIVATE Threads::Threads)
+# A partition that reports to the health monitor across its exec.
+add_executable(partition_health_prog ${CMAKE_CURRENT_SOURCE_DIR}/partition_progs/health_reporter.cpp)
+target_link_libraries(partition_health_prog PRIVATE doorbell)
+if(TARGET partition_health_test)
+  add_dependencies(partition_health_test partition_health_prog)
+  target_compile_definitions(partition_health_test PRIVATE
+                             DOORBELL_HEALTH_PROG="$<TARGET_FILE:partition_health_prog>")
+endif()
 foreach(partition_test partition_run_test partition_crash_test cgroup_freezer_test
                        partition_schedule_test partition_window_test partition_cli_test)
   if(TARGET ${partition_test})
