@@ -233,7 +233,8 @@ class Run {
   void read_health_block(Partition& p) noexcept;
   void check_heartbeats() noexcept;
   void apply_health_actions() noexcept;
-  void restart(Partition& p) noexcept;
+  // first_frame: the frame of the new process's first window.
+  void restart(Partition& p, int64_t first_frame) noexcept;
 
   const Schedule& schedule_;
   const RunOptions& options_;
@@ -997,7 +998,7 @@ RunReport Run::execute() {
         record.partition = w.partition_index;
         record.nominal_start_ns = start + f * frame + w.offset_ns;
         record.nominal_end_ns = record.nominal_start_ns + w.duration_ns;
-        if (!p.alive && p.restart_pending && !p.stopped_for_good) restart(p);
+        if (!p.alive && p.restart_pending && !p.stopped_for_good) restart(p, f);
         record.partition_gone = !p.alive;
         report_.windows.push_back(record);
         if (p.alive) {
@@ -1158,7 +1159,14 @@ void Run::check_heartbeats() noexcept {
 
 void Run::apply_health_actions() noexcept {
   for (Partition& p : partitions_) {
-    if (!p.kill_requested) continue;
+    if (!p.kill_requested) {
+      // A restart is forked at once, so that its next window does not wait
+      // for the fork: the new process stops itself before it runs any code
+      // of the partition's, and runs from its next window on.
+      if (p.restart_pending && !p.alive && !p.stopped_for_good && !stop_schedule_)
+        restart(p, current_frame_ + 1);
+      continue;
+    }
     p.kill_requested = false;
     if (!p.alive) continue;
     // As on_exit(): the whole tree, then the partition, reaped; no
@@ -1178,16 +1186,17 @@ void Run::apply_health_actions() noexcept {
     exit.reason = p.stopped_for_good ? "killed by the health monitor (stop_partition)"
                                      : "killed by the health monitor (restart)";
     report_.exits.push_back(exit);
+    if (p.restart_pending && !p.stopped_for_good && !stop_schedule_) restart(p, current_frame_ + 1);
   }
 }
 
-void Run::restart(Partition& p) noexcept {
+void Run::restart(Partition& p, int64_t first_frame) noexcept {
   p.restart_pending = false;
   // A cold start: a fresh block (the new process starts from zero) and a
   // fresh process.
   new (p.block) detail::HealthBlock();
   p.seen_heartbeats = p.seen_deadlines = p.seen_errors = 0;
-  p.silent_since_frame = current_frame_;
+  p.silent_since_frame = first_frame;
   p.silence_reported = false;
   try {
     spawn(p);
