@@ -25,9 +25,11 @@
 //   log             counted, and recorded as a HealthEvent (the run's JSON,
 //                   the terminal).
 //   restart         logged; the partition's process (and its group and
-//                   cgroup) is killed if alive, and a new one is forked,
-//                   cold, at the start of its next window (a new pid; its
-//                   window includes the fork, and for a command the exec).
+//                   cgroup) is killed if alive, and a new one is forked at
+//                   once, cold (a new pid, a fresh health block): it stops
+//                   itself before running any code of the partition's and
+//                   runs from its next window on (a command's exec happens
+//                   in that window).
 //   stop_partition  logged; the process is killed if alive and never
 //                   started again: its later windows stay empty.
 //   stop_schedule   logged; the run ends at once, as request_stop() would.
