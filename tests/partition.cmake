@@ -2,6 +2,20 @@
 add_executable(partition_progress_prog ${CMAKE_CURRENT_SOURCE_DIR}/partition_progs/progress.cpp)
 target_include_directories(partition_progress_prog PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(partition_progress_prog PRIVATE Threads::Threads)
+# A partition that reports to the health monitor across its exec.
+# Built from the API's one source file, uninstrumented like the progress
+# program: a sanitizer runtime's start-up would take several of its windows.
+add_executable(partition_health_prog ${CMAKE_CURRENT_SOURCE_DIR}/partition_progs/health_reporter.cpp
+                                     ${PROJECT_SOURCE_DIR}/src/partition/partition_health.cpp)
+target_include_directories(partition_health_prog PRIVATE ${PROJECT_SOURCE_DIR}/include
+                                                         ${PROJECT_SOURCE_DIR}/src)
+target_compile_options(partition_health_prog PRIVATE -fno-sanitize=all)
+target_link_options(partition_health_prog PRIVATE -fno-sanitize=all)
+if(TARGET partition_health_test)
+  add_dependencies(partition_health_test partition_health_prog)
+  target_compile_definitions(partition_health_test PRIVATE
+                             DOORBELL_HEALTH_PROG="$<TARGET_FILE:partition_health_prog>")
+endif()
 foreach(partition_test partition_run_test partition_crash_test cgroup_freezer_test
                        partition_schedule_test partition_window_test partition_cli_test)
   if(TARGET ${partition_test})

@@ -186,6 +186,42 @@ TEST(PartitionRunCli, RunEndedByAPartitionExitFails) {
   fs::remove_all(dir);
 }
 
+// The health monitor (partition_health.h) in `partition run`: B kills itself
+// in each of its windows and process_died = "restart" forks it again; each
+// death is an event in the JSON and a "health:" line in the summary.
+TEST(PartitionRunCli, HealthRestart_EventsInJsonAndSummary) {
+  const std::string dir = temp_dir();
+  const std::string path = schedule(dir, "", "[\"/bin/sh\", \"-c\", \"kill -9 $$\"]");
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  std::string toml = text.str();
+  const std::string frame = "major_frame_ms = 20\n";
+  toml.insert(toml.find(frame) + frame.size(), "[health]\nprocess_died = \"restart\"\n");
+  std::ofstream(path) << toml;
+  const auto r = run_doorbell(
+      {"partition", "run", path, "--frames", "6", "--no-trace", "--json", dir + "/r.json"},
+      {.timeout = 60s});
+  EXPECT_EQ(r.exit_code(), 0) << r.describe();
+  std::ifstream in(dir + "/r.json");
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  const auto& health = j["health"];
+  ASSERT_TRUE(health.is_object()) << j.dump();
+  EXPECT_GE(health["counts"]["process_died"].get<int>(), 2) << health.dump();
+  EXPECT_GE(health["restarts"].get<int>(), 2) << health.dump();
+  ASSERT_FALSE(health["events"].empty());
+  const auto& e = health["events"][0];
+  EXPECT_EQ(e["partition"], "B");
+  EXPECT_EQ(e["error"], "process_died");
+  EXPECT_EQ(e["action"], "restart");
+  EXPECT_NE(e["new_pid"], 0);
+  EXPECT_NE(e["new_pid"], e["pid"]);
+  EXPECT_EQ(health["tables"][1]["process_died"], "restart");
+  EXPECT_NE(r.out.find("health: partition B process_died (killed by SIGKILL)"), std::string::npos)
+      << r.out;
+  fs::remove_all(dir);
+}
+
 // A SIGKILLed `partition run` leaves no tracing instance recording: the
 // scheduler's guardian removes it (it used to stay, sched_switch on, 8 MB a
 // CPU, until the next run).
@@ -229,8 +265,8 @@ TEST(PartitionRunCli, SigkillLeavesNoTracingInstance) {
 TEST(PartitionRunCli, WindowRecordsCappedWithOmittedCount) {
   const std::string dir = temp_dir();
   const std::string s = schedule(dir);
-  const auto r = run_doorbell({"partition", "run", s, "--frames", "4", "--max-window-records",
-                               "3", "--json", dir + "/r.json", "--no-trace"},
+  const auto r = run_doorbell({"partition", "run", s, "--frames", "4", "--max-window-records", "3",
+                               "--json", dir + "/r.json", "--no-trace"},
                               {.timeout = 60s});
   ASSERT_EQ(r.exit_code(), 0) << r.describe();
   std::ifstream in(dir + "/r.json");

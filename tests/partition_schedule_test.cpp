@@ -330,6 +330,55 @@ TEST(ScheduleFile, MaxStopLead_WholeMicrosecondsInRange) {
   expect_error(set("\"10\""), 3, "max_stop_lead_us must be a whole number of microseconds");
 }
 
+// The health monitor's table (partition_health.h): [health] for the
+// schedule, [partition.health] per partition.
+TEST(ScheduleFile, HealthTable_ScheduleAndPartitionEntries) {
+  std::string text = replace(kValid, "[[partition]]\nname = \"A\"",
+                             "[health]\nprocess_died = \"restart\"\noverrun = \"log\"\n"
+                             "heartbeat_frames = 5\n\n[[partition]]\nname = \"A\"");
+  text = replace(text, "command = \"true\"\n",
+                 "command = \"true\"\n[partition.health]\napplication_error = "
+                 "\"stop_partition\"\nheartbeat_frames = 0\n");
+  const Schedule s = parse_schedule_toml(text, "s.toml");
+  using partition::HealthAction;
+  using partition::HealthError;
+  EXPECT_EQ(partition::health_action(s, 0, HealthError::process_died), HealthAction::restart);
+  EXPECT_EQ(partition::health_action(s, 0, HealthError::overrun), HealthAction::log);
+  EXPECT_EQ(partition::health_action(s, 0, HealthError::application_error), HealthAction::log);
+  EXPECT_EQ(partition::health_action(s, 1, HealthError::application_error),
+            HealthAction::stop_partition);
+  EXPECT_EQ(partition::health_action(s, 1, HealthError::process_died), HealthAction::restart);
+  EXPECT_EQ(partition::heartbeat_frames(s, 0), 5);
+  EXPECT_EQ(partition::heartbeat_frames(s, 1), 0);
+}
+
+TEST(ScheduleFile, HealthTable_Defaults_FollowOnPartitionExit) {
+  using partition::HealthAction;
+  using partition::HealthError;
+  Schedule s = parse_schedule_toml(kValid, "s.toml");
+  EXPECT_EQ(partition::health_action(s, 0, HealthError::process_died), HealthAction::log);
+  s = parse_schedule_toml(replace(kValid, "method =", "on_partition_exit = \"stop\"\nmethod ="),
+                          "s.toml");
+  EXPECT_EQ(partition::health_action(s, 0, HealthError::process_died), HealthAction::stop_schedule);
+}
+
+TEST(ScheduleFile, HealthTable_BadNamesAndValues_NameTheLine) {
+  const std::string at = "[[partition]]\nname = \"A\"";
+  expect_error(replace(kValid, at, "[health]\nprocess_dead = \"log\"\n" + at), 5,
+               "unknown error 'process_dead' in [health] (process_died, overrun");
+  expect_error(replace(kValid, at, "[health]\noverrun = \"reboot\"\n" + at), 5,
+               "unknown action 'reboot' for overrun in [health] (ignore, log, restart, "
+               "stop_partition, stop_schedule)");
+  expect_error(replace(kValid, at, "[health]\noverrun = 3\n" + at), 5, "overrun must be a string");
+  expect_error(replace(kValid, at, "[health]\nheartbeat_frames = -2\n" + at), 5,
+               "heartbeat_frames in [health] must be a whole number 0..");
+  expect_error(replace(kValid, at, "health = \"log\"\n" + at), 4,
+               "[health] must be a table of error = \"action\"");
+  expect_error(replace(kValid, "command = [\"true\"]",
+                       "command = [\"true\"]\nhealth = { no_heartbeat = \"panic\" }"),
+               7, "unknown action 'panic' for no_heartbeat in partition 'A' health");
+}
+
 TEST(ScheduleFile, SyntaxError_NamesLine) {
   const ScheduleFileError e = error_of(replace(kValid, "offset_ms = 10", "offset_ms = = 10"));
   EXPECT_EQ(e.line(), 19);
@@ -552,6 +601,17 @@ TEST(PartitionCheckCli, Valid_ExitsZeroAndPrintsTheSchedule) {
   EXPECT_THAT(r.out, HasSubstr(file.path + ": major frame 20 ms, method sigstop-all-threads, "
                                            "2 partitions, 2 windows"));
   EXPECT_THAT(r.out, HasSubstr("[    10.000,     20.000) ms  B"));
+  EXPECT_THAT(r.out, HasSubstr("  health A: process_died=log overrun=ignore deadline_missed=log "
+                               "application_error=log no_heartbeat=log heartbeat off"));
+}
+
+TEST(PartitionCheckCli, BadHealthAction_ExitsTwoNamingTheLine) {
+  const TempFile file(replace(kValid, "[[partition]]\nname = \"A\"",
+                              "[health]\nno_heartbeat = \"explode\"\n[[partition]]\nname = \"A\""));
+  const test::RunResult r = test::run_doorbell({"partition", "check", file.path});
+  EXPECT_EQ(r.exit_code(), 2) << r.describe();
+  EXPECT_THAT(r.err, HasSubstr(file.path + ":5: unknown action 'explode' for no_heartbeat"));
+  EXPECT_EQ(r.out, "");
 }
 
 TEST(PartitionCheckCli, BadFile_ExitsTwoNamingFileAndLineOnStderr) {

@@ -101,6 +101,41 @@ nlohmann::json to_json(const Schedule& s, const partition::RunReport& r, const s
     exits.push_back({{"partition", s.partitions[e.partition].name},
                      {"time_ns", e.time_ns},
                      {"reason", e.reason}});
+  // The health monitor (partition_health.h): each partition's table in
+  // effect, the errors counted, and the events.
+  auto& health = j["health"];
+  auto& tables = health["tables"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < s.partitions.size(); ++i) {
+    nlohmann::json t = {{"partition", s.partitions[i].name},
+                        {"heartbeat_frames", partition::heartbeat_frames(s, i)}};
+    for (std::size_t e = 0; e < partition::kHealthErrors; ++e) {
+      const auto error = static_cast<partition::HealthError>(e);
+      t[partition::health_error_name(error)] =
+          partition::health_action_name(partition::health_action(s, i, error));
+    }
+    tables.push_back(t);
+  }
+  auto& counts = health["counts"] = nlohmann::json::object();
+  for (std::size_t e = 0; e < partition::kHealthErrors; ++e)
+    counts[partition::health_error_name(static_cast<partition::HealthError>(e))] =
+        r.health_counts[e];
+  health["events_dropped"] = r.health_events_dropped;
+  health["restarts"] = r.restarts;
+  auto& events = health["events"] = nlohmann::json::array();
+  for (const auto& e : r.health_events)
+    events.push_back({{"partition", s.partitions[e.partition].name},
+                      {"error", partition::health_error_name(e.error)},
+                      {"action", partition::health_action_name(e.action)},
+                      {"frame", e.frame},
+                      {"detected_ns", e.detected_ns},
+                      {"fault_ns", e.fault_ns},
+                      {"window_start_ns", e.window_start_ns},
+                      {"pid", e.pid},
+                      {"count", e.count},
+                      {"code", e.code},
+                      {"detail", e.detail},
+                      {"restarted_ns", e.restarted_ns},
+                      {"new_pid", e.new_pid}});
   auto& summaries = j["summaries"] = nlohmann::json::array();
   for (const auto& p : r.summaries) {
     summaries.push_back({{"partition", p.partition},
@@ -249,6 +284,32 @@ void print_summary(const Schedule& s, const partition::RunReport& r) {
           p.partition, p.never_stopped, p.unmeasured, p.verify_failures);
   for (const auto& e : r.exits)
     std::cout << fmt::format("partition {} {}\n", s.partitions[e.partition].name, e.reason);
+  // The health monitor's events: the first kHealthLines, then a count.
+  constexpr std::size_t kHealthLines = 20;
+  for (std::size_t i = 0; i < r.health_events.size() && i < kHealthLines; ++i) {
+    const auto& e = r.health_events[i];
+    std::string when;
+    if (e.fault_ns > 0)
+      when =
+          fmt::format(", detected {} us after the fault", us(double(e.detected_ns - e.fault_ns)));
+    else if (e.window_start_ns > 0)
+      when = fmt::format(", detected {} us after its window began",
+                         us(double(e.detected_ns - e.window_start_ns)));
+    std::string restarted;
+    if (e.new_pid > 0)
+      restarted = fmt::format(", restarted as pid {} {} us after detection", e.new_pid,
+                              us(double(e.restarted_ns - e.detected_ns)));
+    std::cout << fmt::format("health: partition {} {} ({}) in frame {}: {}{}{}\n",
+                             s.partitions[e.partition].name, partition::health_error_name(e.error),
+                             e.detail, e.frame, partition::health_action_name(e.action), when,
+                             restarted);
+  }
+  const uint64_t more = r.health_events.size() > kHealthLines
+                            ? r.health_events.size() - kHealthLines + r.health_events_dropped
+                            : r.health_events_dropped;
+  if (more > 0)
+    std::cout << fmt::format("health: {} more events ({} not kept; the JSON has those kept)\n",
+                             more, r.health_events_dropped);
 }
 
 struct RunArgs {
@@ -388,6 +449,18 @@ void run_command(const RunArgs& a) {
         "(on_partition_exit = \"stop\")\n",
         report.frames, s.partitions[e.partition].name, e.reason);
     set_exit_code(1);
+  } else if (report.stopped_early && g_stop_signal == 0) {
+    // Ended by the health monitor's stop_schedule.
+    for (const auto& e : report.health_events)
+      if (e.action == partition::HealthAction::stop_schedule) {
+        std::cerr << fmt::format(
+            "doorbell partition run: the schedule stopped after {} of its frames: partition {} "
+            "{} ({}; health action stop_schedule)\n",
+            report.frames, s.partitions[e.partition].name, partition::health_error_name(e.error),
+            e.detail);
+        set_exit_code(1);
+        break;
+      }
   }
 }
 
@@ -460,6 +533,19 @@ const CommandRegistrar kPartition{
           std::cout << fmt::format("  [{:>10.3f}, {:>10.3f}) ms  {}\n", w.offset_ns / 1e6,
                                    (w.offset_ns + w.duration_ns) / 1e6, w.partition);
         print_channels(s);
+        // The health table in effect, per partition (partition_health.h).
+        for (std::size_t i = 0; i < s.partitions.size(); ++i) {
+          std::string line = "  health " + s.partitions[i].name + ":";
+          for (std::size_t e = 0; e < partition::kHealthErrors; ++e) {
+            const auto error = static_cast<partition::HealthError>(e);
+            line +=
+                fmt::format(" {}={}", partition::health_error_name(error),
+                            partition::health_action_name(partition::health_action(s, i, error)));
+          }
+          const int64_t k = partition::heartbeat_frames(s, i);
+          line += k > 0 ? fmt::format(" heartbeat_frames={}", k) : " heartbeat off";
+          std::cout << line << "\n";
+        }
       });
     }};
 

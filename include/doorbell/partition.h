@@ -174,6 +174,7 @@
 #include <vector>
 
 #include "doorbell/cgroup_freezer.h"
+#include "doorbell/partition_health.h"
 
 namespace doorbell::partition {
 
@@ -199,6 +200,9 @@ struct PartitionSpec {
   // setpriority() in the child before its first run; -20..19 (below 0 needs
   // CAP_SYS_NICE: the partition then fails to start, reported by run()).
   std::optional<int> nice;
+  // This partition's health table: overrides Schedule::health entry by
+  // entry (partition_health.h).
+  HealthTable health;
 };
 
 struct WindowSpec {
@@ -237,7 +241,17 @@ struct Schedule {
   // Ports: the scheduler makes one memfd for all of them, inherited by the
   // partitions (partition_ports.h). Checked by validate_channels().
   std::vector<ChannelSpec> channels;
+  // The health monitor's table (partition_health.h); unset entries take the
+  // defaults, process_died from on_partition_exit.
+  HealthTable health;
 };
+
+// The action the health monitor takes for `error` of partition `partition`:
+// its own table's, else the schedule's, else the default
+// (partition_health.h, "Actions").
+HealthAction health_action(const Schedule& schedule, std::size_t partition, HealthError error);
+// no_heartbeat's limit in frames for that partition (0: not checked).
+int64_t heartbeat_frames(const Schedule& schedule, std::size_t partition);
 
 // A schedule that cannot run. line is the schedule file's line (0 when the
 // problem has no single line); what() is "line N: message" when line > 0.
@@ -475,6 +489,13 @@ struct RunReport {
   std::vector<WindowRecord> windows;
   std::vector<PartitionExit> exits;
   std::vector<PartitionSummary> summaries;
+  // The health monitor (partition_health.h): every error detected is counted
+  // here, per error (ignored ones too); those not ignored are also events,
+  // up to kMaxHealthEvents (the rest counted in health_events_dropped).
+  std::array<uint64_t, kHealthErrors> health_counts{};
+  std::vector<HealthEvent> health_events;
+  uint64_t health_events_dropped = 0;
+  uint64_t restarts = 0;  // partitions forked again (HealthAction::restart)
 };
 
 // Summaries from window records (also used by the lab).

@@ -137,12 +137,49 @@ partition::ChannelSpec channel_from(const toml::table& t, int line) {
   return c;
 }
 
+// A [health] table (the schedule's, or a partition's own [partition.health]):
+// an action per error, and heartbeat_frames.
+partition::HealthTable health_table_from(const toml::node& node, const std::string& where) {
+  const auto* table = node.as_table();
+  if (table == nullptr)
+    throw ScheduleError(line_of(node), where + " must be a table of error = \"action\"");
+  partition::HealthTable health;
+  health.line = line_of(node);
+  for (auto&& [key, value] : *table) {
+    const std::string name(key.str());
+    const int line = static_cast<int>(key.source().begin.line);
+    if (name == "heartbeat_frames") {
+      const auto* i = value.as_integer();
+      if (i == nullptr || i->get() < 0 || i->get() > partition::kMaxHeartbeatFrames)
+        throw ScheduleError(line, "heartbeat_frames in " + where + " must be a whole number 0.." +
+                                      std::to_string(partition::kMaxHeartbeatFrames) +
+                                      " (0: not checked)");
+      health.heartbeat_frames = i->get();
+      continue;
+    }
+    const auto error = partition::parse_health_error(name);
+    if (!error)
+      throw ScheduleError(line, "unknown error '" + name + "' in " + where +
+                                    " (process_died, overrun, deadline_missed, "
+                                    "application_error, no_heartbeat, heartbeat_frames)");
+    const std::string action_name = string_of(value, name);
+    const auto action = partition::parse_health_action(action_name);
+    if (!action)
+      throw ScheduleError(line, "unknown action '" + action_name + "' for " + name + " in " +
+                                    where +
+                                    " (ignore, log, restart, stop_partition, stop_schedule)");
+    health[*error] = *action;
+  }
+  return health;
+}
+
 Schedule schedule_from(const toml::table& root) {
   Schedule s;
-  reject_unknown(root,
-                 {"major_frame_ms", "method", "freezer", "on_partition_exit", "on_scheduler_exit",
-                  "overrun_threshold_ms", "max_stop_lead_us", "partition", "window", "channel"},
-                 "the schedule");
+  reject_unknown(
+      root,
+      {"major_frame_ms", "method", "freezer", "on_partition_exit", "on_scheduler_exit",
+       "overrun_threshold_ms", "max_stop_lead_us", "partition", "window", "channel", "health"},
+      "the schedule");
   const toml::node* frame = root.get("major_frame_ms");
   if (frame == nullptr) throw ScheduleError(1, "major_frame_ms is missing");
   s.major_frame_ns = duration_ns(*frame, "major_frame_ms");
@@ -198,9 +235,11 @@ Schedule schedule_from(const toml::table& root) {
     s.max_stop_lead_ns = i->get() * 1000;
   }
 
+  if (const toml::node* n = root.get("health")) s.health = health_table_from(*n, "[health]");
+
   for (const toml::node& node : array_of_tables(root, "partition")) {
     const toml::table& t = *node.as_table();
-    reject_unknown(t, {"name", "command", "cpus", "env", "nice"}, "a [[partition]]");
+    reject_unknown(t, {"name", "command", "cpus", "env", "nice", "health"}, "a [[partition]]");
     partition::PartitionSpec p;
     p.line = line_of(node);
     const toml::node* name = t.get("name");
@@ -238,6 +277,8 @@ Schedule schedule_from(const toml::table& root) {
       for (auto&& [key, value] : *table)
         p.environment.emplace_back(std::string(key.str()), string_of(value, "env value"));
     }
+    if (const toml::node* health = t.get("health"))
+      p.health = health_table_from(*health, "partition '" + p.name + "' health");
     s.partitions.push_back(std::move(p));
   }
   for (const toml::node& node : array_of_tables(root, "window")) {

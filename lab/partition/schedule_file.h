@@ -7,12 +7,17 @@
 //   on_partition_exit = "continue"  # continue | stop
 //   on_scheduler_exit = "kill"      # kill | resume
 //   overrun_threshold_ms = 1
+//   [health]                        # optional (partition_health.h)
+//   process_died = "restart"        # ignore | log | restart | stop_partition
+//   overrun = "log"                 #   | stop_schedule
+//   heartbeat_frames = 10           # no_heartbeat after 10 silent frames
 //   [[partition]]
 //   name = "A"
 //   command = ["stress-ng", "--cpu", "8"]   # or one string: the program alone
 //   cpus = [0, 1]                   # optional
 //   env = { OMP_NUM_THREADS = "8" } # optional
 //   nice = -5                       # optional
+//   health = { overrun = "stop_partition" }  # optional: overrides [health]
 //   [[window]]
 //   partition = "A"
 //   offset_ms = 0

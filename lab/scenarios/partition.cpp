@@ -41,10 +41,12 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <random>
@@ -387,8 +389,124 @@ std::vector<Scenario> case_study_scenarios() {
   return list;
 }
 
+// --- (c) fault detection: a partition SIGKILLed mid-window, restarted -----------
+
+// What the partition's incarnations record (a shared anonymous mapping,
+// inherited through fork): incarnation i's first instruction and the time it
+// killed itself. The guardian holds kMaxPartitions processes per run, so a
+// run makes fewer restarts than that.
+struct FaultTruth {
+  static constexpr int kMax = 200;
+  std::atomic<int> incarnations{0};
+  std::atomic<int64_t> started_ns[kMax];
+  std::atomic<int64_t> killed_ns[kMax];
+};
+
+int64_t monotonic_now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void run_fault_detection(Context& ctx) {
+  using namespace partition;
+  void* map = ::mmap(nullptr, sizeof(FaultTruth), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) sys::throw_errno("mmap");
+  struct Unmap {
+    void* map;
+    ~Unmap() { ::munmap(map, sizeof(FaultTruth)); }
+  } unmap{map};
+  FaultTruth* truth = new (map) FaultTruth();
+  Schedule s;
+  s.major_frame_ns = 20'000'000;
+  s.method = SuspendMethod::sigstop_all_threads;
+  // A: each incarnation runs 2 ms of its window, then SIGKILLs itself.
+  s.partitions.push_back({"A",
+                          {},
+                          {},
+                          {},
+                          [truth]() -> int {
+                            const int i = truth->incarnations.fetch_add(1);
+                            const int64_t start = monotonic_now_ns();
+                            if (i < FaultTruth::kMax) truth->started_ns[i].store(start);
+                            while (monotonic_now_ns() < start + 2'000'000) {
+                            }
+                            if (i < FaultTruth::kMax) truth->killed_ns[i].store(monotonic_now_ns());
+                            ::raise(SIGKILL);
+                            return 0;
+                          },
+                          0});
+  s.partitions.push_back({"B", {}, {}, {}, []() -> int { busy_process(1); }, 0});
+  s.windows.push_back({"A", 0, 10'000'000, 0});
+  s.windows.push_back({"B", 10'000'000, 10'000'000, 0});
+  s.health[HealthError::process_died] = HealthAction::restart;
+  Scheduler scheduler(s);
+  RunOptions options;
+  const double usable_s = ctx.budget_s() - 0.015;
+  int64_t frames = static_cast<int64_t>(usable_s / 0.020);
+  frames = std::min<int64_t>(frames, static_cast<int64_t>(ctx.samples()));
+  // Below the guardian's kMaxPartitions processes (one per restart).
+  options.frames = std::clamp<int64_t>(frames, 2, FaultTruth::kMax - 8);
+  options.verify_stopped = false;
+  const RunReport report = scheduler.run(options);
+  for (const auto& w : report.warnings) ctx.note(w);
+  Histogram& detection = ctx.metric("detection_latency");
+  Histogram& in_window = ctx.metric("detected_after_window_start");
+  Histogram& restart_first_run = ctx.metric("restart_first_run");
+  Histogram& restart_resume = ctx.metric("restart_resume");
+  std::size_t outside = 0, unmatched = 0;
+  // Incarnation i is the i-th process of A: its death is the i-th
+  // process_died event (each one is restarted before it can die).
+  int i = 0;
+  for (const HealthEvent& e : report.health_events) {
+    if (e.error != HealthError::process_died || e.partition != 0) continue;
+    const int n = i++;
+    if (n >= FaultTruth::kMax || truth->killed_ns[n].load() == 0) {
+      ++unmatched;
+      continue;
+    }
+    detection.record(static_cast<double>(e.detected_ns - truth->killed_ns[n].load()));
+    if (e.window_start_ns == 0 || e.detected_ns >= e.window_start_ns + 10'000'000) ++outside;
+    if (e.window_start_ns) in_window.record(static_cast<double>(e.detected_ns - e.window_start_ns));
+    if (e.new_pid == 0 || e.window_start_ns == 0 || n + 1 >= FaultTruth::kMax) continue;
+    // The next window's nominal start: one frame after the window it died in.
+    const int64_t next_start = e.window_start_ns + s.major_frame_ns;
+    restart_resume.record(static_cast<double>(e.restarted_ns - next_start));
+    const int64_t first = truth->started_ns[n + 1].load();
+    if (first) restart_first_run.record(static_cast<double>(first - next_start));
+  }
+  ctx.counter("faults", static_cast<double>(i));
+  ctx.counter("restarts", static_cast<double>(report.restarts));
+  ctx.counter("detected_outside_window", static_cast<double>(outside));
+  ctx.counter("unmatched", static_cast<double>(unmatched));
+  ctx.counter("scheduler_fifo", report.fifo ? 1 : 0);
+}
+
+std::vector<Scenario> fault_detection_scenarios() {
+  Scenario s;
+  s.name = "partition/fault_detection";
+  s.group = "partition";
+  s.title = "health monitor: SIGKILL mid-window -> detected, restarted cold";
+  s.description =
+      "doorbell::partition::Scheduler (SCHED_FIFO), 20 ms frame, [health] process_died = "
+      "restart: A [0,10) ms runs 2 ms and SIGKILLs itself (recording the time), B [10,20) ms "
+      "one busy thread. detection_latency = the health event's detected_ns - the kill time; "
+      "restart_resume = the new process's resume - its next window's nominal start (it is "
+      "forked, suspended, at the detection); restart_first_run = the new process's first "
+      "instruction - that nominal start. CLOCK_MONOTONIC.";
+  s.clock = ClockKind::monotonic;
+  s.primary_metric = "detection_latency";
+  s.budget_s = 0.9;
+  s.samples = 1000;
+  s.in_default_suite = true;
+  s.run = [](Context& ctx) { run_fault_detection(ctx); };
+  return {s};
+}
+
 const Registrar kStopLatency{stop_latency_scenarios()};
 const Registrar kCaseStudy{case_study_scenarios()};
+const Registrar kFaultDetection{fault_detection_scenarios()};
 
 const ReferenceRegistrar kPartitionReferences{{
     {.scenario = "partition/stop_latency:threads=8,method=kill",

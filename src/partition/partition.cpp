@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -39,10 +40,12 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <new>
 
 #include "doorbell/partition.h"
 #include "doorbell/partition_ports.h"
 #include "doorbell/thread_broadcast.h"
+#include "partition/health_block.h"
 #include "partition/partition_guardian.h"
 #include "sys/cpu_relax.h"
 #include "sys/error.h"
@@ -153,6 +156,18 @@ struct Partition {
   long pending_verify = -1;  // record whose stop awaits its /proc check
   int64_t cpu_baseline = 0;
   std::deque<int64_t> recent_stops;  // the last kStopLeadHistory stop latencies
+  // The health monitor (partition_health.h): the shared block (a memfd,
+  // mapped here; the partition inherits it) and what was last read of it.
+  sys::UniqueFd health_fd;
+  detail::HealthBlock* block = nullptr;
+  uint64_t seen_heartbeats = 0, seen_deadlines = 0, seen_errors = 0;
+  int64_t silent_since_frame = 0;  // the first frame without a heartbeat seen
+  bool silence_reported = false;   // no_heartbeat said for this silence
+  int64_t started_ns = 0;          // when this process was forked
+  bool restart_pending = false;    // fork it again at its next window
+  bool stopped_for_good = false;   // stop_partition: never again
+  bool kill_requested = false;     // an action wants the process killed
+  long restart_event = -1;         // the event whose restart is pending
 };
 
 class Run {
@@ -208,6 +223,19 @@ class Run {
   // partitions half-scheduled for minutes). Idempotent; cleanup() calls it.
   void release_partitions() noexcept;
   void cleanup() noexcept;
+  // The health monitor. create_health_block() makes p's block (once);
+  // health_error() counts and records one detected error and decides its
+  // action (a kill is deferred to apply_health_actions(), called where no
+  // loop over the partition's state is in progress); read_health_block()
+  // reads p's block (deadline_missed, application_error, heartbeats);
+  // check_heartbeats() runs at each frame end; restart() forks p again.
+  void create_health_block(Partition& p);
+  void health_error(Partition& p, HealthError error, HealthEvent event) noexcept;
+  void read_health_block(Partition& p) noexcept;
+  void check_heartbeats() noexcept;
+  void apply_health_actions() noexcept;
+  // first_frame: the frame of the new process's first window.
+  void restart(Partition& p, int64_t first_frame) noexcept;
 
   const Schedule& schedule_;
   const RunOptions& options_;
@@ -226,6 +254,7 @@ class Run {
   bool stop_schedule_ = false;
   bool cleaned_ = false;
   bool released_ = false;
+  int64_t current_frame_ = 0;
   SuspendMethod effective_method_ = SuspendMethod::sigstop;
 };
 
@@ -291,6 +320,7 @@ void Run::set_up() {
               "slow (static key)");
       }
     }
+    create_health_block(p);
     spawn(p);
     initial_suspend(p);
   }
@@ -339,6 +369,18 @@ void Run::spawn(Partition& p) {
     env_strings.push_back("DOORBELL_PORTS_FD=" + std::to_string(ports_fd));
     env_strings.push_back("DOORBELL_PARTITION=" + spec.name);
   }
+  // The health block's descriptor (partition_health.h), ours over any
+  // inherited one.
+  const int health_fd = p.health_fd.get();
+  std::erase_if(env_strings, [](const std::string& e) {
+    return e.compare(0, std::strlen(kHealthFdVariable) + 1, std::string(kHealthFdVariable) + "=") ==
+           0;
+  });
+  env_strings.push_back(std::string(kHealthFdVariable) + "=" + std::to_string(health_fd));
+  // An entry partition keeps its own block's mapping and no other's.
+  std::vector<detail::HealthBlock*> other_blocks;
+  for (const Partition& other : partitions_)
+    if (&other != &p && other.block != nullptr) other_blocks.push_back(other.block);
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -409,10 +451,15 @@ void Run::spawn(Partition& p) {
       } else {
         sys::close_range(3u, ~0u, 0u);
       }
+      for (detail::HealthBlock* other : other_blocks) ::munmap(other, detail::kHealthBlockBytes);
+      detail::set_health_block(p.block);
       ::_exit(spec.entry());
     }
-    // The port memory, and nothing else of ours, survives the exec.
+    // The port memory and the health block's memfd, and nothing else of
+    // ours, survive the exec (the scheduler's copies are close-on-exec):
+    // DOORBELL_PORTS_FD and DOORBELL_HEALTH_FD name them.
     if (ports_fd >= 0) ::fcntl(ports_fd, F_SETFD, 0);
+    if (health_fd >= 0) ::fcntl(health_fd, F_SETFD, 0);
     sys::execve(p.exec_path.c_str(), argv.data(), envp.data());
     const int error = errno;
     while (sys::write(error_pipe[1], &error, sizeof error) < 0 && errno == EINTR) {
@@ -444,7 +491,11 @@ void Run::spawn(Partition& p) {
     give_up(e, "handing it to the guardian");
   }
   p.alive = true;
-  report_.pids.push_back(pid);
+  p.started_ns = now_ns();
+  if (report_.pids.size() > p.index)
+    report_.pids[p.index] = pid;  // a restart
+  else
+    report_.pids.push_back(pid);
   // The guardian has it: release the child from PR_SET_PDEATHSIG. A child
   // that died meanwhile shows in initial_suspend().
   // A failed send would let the child read end-of-file and exit 126, and
@@ -669,12 +720,19 @@ void Run::on_exit(Partition& p, const siginfo_t& info) {
   if (p.exec_error && sys::read(p.exec_error.get(), &exec_errno, sizeof exec_errno) ==
                           static_cast<ssize_t>(sizeof exec_errno))
     exit.reason = std::string("exec failed: ") + std::strerror(exec_errno);
+  HealthEvent event;
+  if (p.current_record >= 0)
+    event.window_start_ns = report_.windows[p.current_record].nominal_start_ns;
+  event.detected_ns = exit.time_ns;
+  event.pid = p.pid;
+  event.detail = exit.reason;
   for (long* pending : {&p.pending_stop, &p.pending_run, &p.current_record}) {
     if (*pending >= 0) report_.windows[*pending].partition_gone = true;
     *pending = -1;
   }
   report_.exits.push_back(exit);
-  if (schedule_.on_partition_exit == OnPartitionExit::stop_schedule) stop_schedule_ = true;
+  // Schedule::on_partition_exit is process_died's default action.
+  health_error(p, HealthError::process_died, std::move(event));
 }
 
 void Run::check_partitions() noexcept {
@@ -741,6 +799,17 @@ WindowRecord& Run::close_stop(Partition& p, int64_t at_ns, int64_t cpu_now_ns,
   record.stop_noticed_ns = at_ns;
   record.cpu_after_end_ns = cpu_now_ns - record.cpu_at_suspend_ns;
   p.pending_stop = -1;
+  if (!measured || record.overrun_ns() > schedule_.overrun_threshold_ns) {
+    HealthEvent event;
+    event.window_start_ns = record.nominal_start_ns;
+    event.detected_ns = at_ns;
+    event.fault_ns = record.nominal_end_ns + schedule_.overrun_threshold_ns;
+    event.pid = p.pid;
+    event.detail =
+        measured ? "overran its window by " + std::to_string(record.overrun_ns() / 1000) + " us"
+                 : "never stopped before its next window";
+    health_error(p, HealthError::overrun, std::move(event));
+  }
   // A suspension the next resume overtook measured nothing: its "latency"
   // would be the gap to that window, and a few of them would pin the lead
   // at its cap (partition.h promises the percentile of measured stops).
@@ -768,6 +837,7 @@ void Run::end_window(Partition& p, int64_t lead_ns) noexcept {
   suspend(p);
   p.pending_stop = p.current_record;
   p.current_record = -1;
+  read_health_block(p);
 }
 
 void Run::check_first_runs() noexcept {
@@ -803,6 +873,7 @@ bool Run::poll_round(const timespec* timeout, bool& timer_fired) {
   check_partitions();
   check_freezers();
   check_first_runs();
+  apply_health_actions();
   if (fds[1].revents & POLLIN) {
     stop_requested_ = true;
     return false;
@@ -916,7 +987,9 @@ RunReport Run::execute() {
   frames = std::min(frames, (INT64_MAX - start) / frame - 1);
   const int64_t spin = report_.boundary_spin_ns;
   bool go_on = true;
+  apply_health_actions();  // a start-up exit's action
   for (int64_t f = 0; f < frames && go_on; ++f) {
+    current_frame_ = f;
     for (const auto& [offset, instant] : instants) {
       const int64_t at = add_saturated(add_saturated(start, mul_saturated(f, frame)), offset);
       if (instant.stop >= 0) {
@@ -952,6 +1025,7 @@ RunReport Run::execute() {
         record.partition = w.partition_index;
         record.nominal_start_ns = start + f * frame + w.offset_ns;
         record.nominal_end_ns = record.nominal_start_ns + w.duration_ns;
+        if (!p.alive && p.restart_pending && !p.stopped_for_good) restart(p, f);
         record.partition_gone = !p.alive;
         report_.windows.push_back(record);
         if (p.alive) {
@@ -967,9 +1041,20 @@ RunReport Run::execute() {
           resume(p);
           p.current_record = index;
           p.pending_run = index;
+          if (p.restart_event >= 0) {
+            // The restarted process's first window: the restart is done.
+            report_.health_events[p.restart_event].restarted_ns = resume_at;
+            report_.health_events[p.restart_event].new_pid = p.pid;
+            p.restart_event = -1;
+          }
         }
       }
       check_freezers();
+      apply_health_actions();
+    }
+    if (go_on) {
+      check_heartbeats();
+      apply_health_actions();
     }
     if (go_on) report_.frames = f + 1;
   }
@@ -991,6 +1076,171 @@ RunReport Run::execute() {
   cleanup();
   report_.summaries = summarize(schedule_, report_);
   return std::move(report_);
+}
+
+void Run::create_health_block(Partition& p) {
+  if (p.block != nullptr) return;
+  // No name in any file system: the block goes with its last descriptor
+  // and mapping, whichever way the scheduler and the partition end.
+  p.health_fd.reset(static_cast<int>(::syscall(SYS_memfd_create, "doorbell-health", 1u)));
+  if (!p.health_fd) sys::throw_errno("memfd_create (health block of " + p.spec->name + ")");
+  if (::ftruncate(p.health_fd.get(), detail::kHealthBlockBytes) != 0)
+    sys::throw_errno("ftruncate (health block of " + p.spec->name + ")");
+  void* map = ::mmap(nullptr, detail::kHealthBlockBytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                     p.health_fd.get(), 0);
+  if (map == MAP_FAILED) sys::throw_errno("mmap (health block of " + p.spec->name + ")");
+  p.block = new (map) detail::HealthBlock();
+}
+
+void Run::health_error(Partition& p, HealthError error, HealthEvent event) noexcept {
+  ++report_.health_counts[static_cast<std::size_t>(error)];
+  const HealthAction action = health_action(schedule_, p.index, error);
+  if (action == HealthAction::ignore) return;
+  event.partition = p.index;
+  event.error = error;
+  event.action = action;
+  event.frame = current_frame_;
+  if (report_.health_events.size() < kMaxHealthEvents) {
+    report_.health_events.push_back(std::move(event));
+  } else {
+    ++report_.health_events_dropped;
+  }
+  switch (action) {
+    case HealthAction::ignore:
+    case HealthAction::log:
+      break;
+    case HealthAction::restart:
+      if (p.stopped_for_good) break;
+      p.restart_pending = true;
+      p.kill_requested = p.alive;
+      if (report_.health_events_dropped == 0)
+        p.restart_event = static_cast<long>(report_.health_events.size() - 1);
+      break;
+    case HealthAction::stop_partition:
+      p.stopped_for_good = true;
+      p.restart_pending = false;
+      p.restart_event = -1;
+      p.kill_requested = p.alive;
+      break;
+    case HealthAction::stop_schedule:
+      stop_schedule_ = true;
+      break;
+  }
+}
+
+void Run::read_health_block(Partition& p) noexcept {
+  detail::HealthBlock* b = p.block;
+  if (b == nullptr || !p.alive) return;
+  // Acquire: the times and code stored before each increment are visible.
+  const uint64_t beats = b->heartbeats.load(std::memory_order_acquire);
+  if (beats != p.seen_heartbeats) {
+    p.seen_heartbeats = beats;
+    p.silent_since_frame = current_frame_ + 1;
+    p.silence_reported = false;
+  }
+  const uint64_t deadlines = b->deadlines_missed.load(std::memory_order_acquire);
+  if (deadlines != p.seen_deadlines) {
+    HealthEvent event;
+    event.count = deadlines - p.seen_deadlines;
+    event.fault_ns = b->last_deadline_ns.load(std::memory_order_relaxed);
+    event.detected_ns = now_ns();
+    event.pid = p.pid;
+    event.detail = std::to_string(event.count) + " deadline(s) missed";
+    p.seen_deadlines = deadlines;
+    health_error(p, HealthError::deadline_missed, std::move(event));
+  }
+  const uint64_t errors = b->errors.load(std::memory_order_acquire);
+  if (errors != p.seen_errors) {
+    HealthEvent event;
+    event.count = errors - p.seen_errors;
+    event.code = b->last_error_code.load(std::memory_order_relaxed);
+    event.fault_ns = b->last_error_ns.load(std::memory_order_relaxed);
+    event.detected_ns = now_ns();
+    event.pid = p.pid;
+    event.detail =
+        std::to_string(event.count) + " error(s), the last code " + std::to_string(event.code);
+    p.seen_errors = errors;
+    health_error(p, HealthError::application_error, std::move(event));
+  }
+}
+
+void Run::check_heartbeats() noexcept {
+  for (Partition& p : partitions_) {
+    const int64_t limit = heartbeat_frames(schedule_, p.index);
+    if (limit <= 0 || !p.alive || p.silence_reported) continue;
+    read_health_block(p);
+    if (!p.alive || p.silence_reported) continue;
+    if (current_frame_ + 1 - p.silent_since_frame < limit) continue;
+    p.silence_reported = true;
+    HealthEvent event;
+    event.detected_ns = now_ns();
+    event.fault_ns = p.seen_heartbeats != 0
+                         ? p.block->last_heartbeat_ns.load(std::memory_order_relaxed)
+                         : p.started_ns;
+    event.pid = p.pid;
+    event.detail = "no heartbeat for " + std::to_string(current_frame_ + 1 - p.silent_since_frame) +
+                   " frame(s)";
+    health_error(p, HealthError::no_heartbeat, std::move(event));
+  }
+}
+
+void Run::apply_health_actions() noexcept {
+  for (Partition& p : partitions_) {
+    if (!p.kill_requested) {
+      // A restart is forked at once, so that its next window does not wait
+      // for the fork: the new process stops itself before it runs any code
+      // of the partition's, and runs from its next window on.
+      if (p.restart_pending && !p.alive && !p.stopped_for_good && !stop_schedule_)
+        restart(p, current_frame_ + 1);
+      continue;
+    }
+    p.kill_requested = false;
+    if (!p.alive) continue;
+    // As on_exit(): the whole tree, then the partition, reaped; no
+    // process_died for a death the monitor itself decided.
+    kill_partition(p);
+    sys::reap(p.pidfd.get(), p.pid);
+    p.alive = false;
+    for (long* pending : {&p.pending_stop, &p.pending_run, &p.current_record}) {
+      if (*pending >= 0) report_.windows[*pending].partition_gone = true;
+      *pending = -1;
+    }
+    PartitionExit exit;
+    exit.partition = p.index;
+    exit.time_ns = now_ns();
+    exit.code = CLD_KILLED;
+    exit.status = SIGKILL;
+    exit.reason = p.stopped_for_good ? "killed by the health monitor (stop_partition)"
+                                     : "killed by the health monitor (restart)";
+    report_.exits.push_back(exit);
+    if (p.restart_pending && !p.stopped_for_good && !stop_schedule_) restart(p, current_frame_ + 1);
+  }
+}
+
+void Run::restart(Partition& p, int64_t first_frame) noexcept {
+  p.restart_pending = false;
+  // A cold start: a fresh block (the new process starts from zero) and a
+  // fresh process.
+  new (p.block) detail::HealthBlock();
+  p.seen_heartbeats = p.seen_deadlines = p.seen_errors = 0;
+  p.silent_since_frame = first_frame;
+  p.silence_reported = false;
+  try {
+    spawn(p);
+    initial_suspend(p);
+    ++report_.restarts;
+  } catch (const std::exception& e) {
+    report_.warnings.push_back("partition " + p.spec->name +
+                               ": the health monitor's restart failed (" + e.what() +
+                               "); the partition stays stopped");
+    if (p.alive) {
+      kill_partition(p);
+      sys::reap(p.pidfd.get(), p.pid);
+      p.alive = false;
+    }
+    p.stopped_for_good = true;
+    p.restart_event = -1;
+  }
 }
 
 void Run::release_partitions() noexcept {
@@ -1027,6 +1277,11 @@ void Run::cleanup() noexcept {
       report_.warnings.push_back(e.what());
     }
   }
+  for (Partition& p : partitions_)
+    if (p.block != nullptr) {
+      ::munmap(p.block, detail::kHealthBlockBytes);
+      p.block = nullptr;
+    }
   if (keeper_) {
     try {
       keeper_->remove();

@@ -105,7 +105,17 @@ void validate(Schedule& schedule) {
       if (cpu < 0 || cpu >= 1024)
         throw ScheduleError(
             p.line, "partition '" + p.name + "': CPU " + std::to_string(cpu) + " is out of range");
+    if (p.health.heartbeat_frames &&
+        (*p.health.heartbeat_frames < 0 || *p.health.heartbeat_frames > kMaxHeartbeatFrames))
+      throw ScheduleError(p.health.line > 0 ? p.health.line : p.line,
+                          "partition '" + p.name + "': heartbeat_frames must be 0..." +
+                              std::to_string(kMaxHeartbeatFrames) + " (0: not checked)");
   }
+  if (schedule.health.heartbeat_frames && (*schedule.health.heartbeat_frames < 0 ||
+                                           *schedule.health.heartbeat_frames > kMaxHeartbeatFrames))
+    throw ScheduleError(schedule.health.line, "heartbeat_frames must be 0..." +
+                                                  std::to_string(kMaxHeartbeatFrames) +
+                                                  " (0: not checked)");
   for (WindowSpec& w : schedule.windows) {
     const auto found = index.find(w.partition);
     if (found == index.end())
@@ -158,6 +168,29 @@ void validate(Schedule& schedule) {
       throw ScheduleError(schedule.partitions[i].line,
                           "partition '" + schedule.partitions[i].name + "' has no window");
   validate_channels(schedule);
+}
+
+HealthAction health_action(const Schedule& schedule, std::size_t partition, HealthError error) {
+  if (partition < schedule.partitions.size())
+    if (const auto& own = schedule.partitions[partition].health[error]) return *own;
+  if (const auto& common = schedule.health[error]) return *common;
+  switch (error) {
+    case HealthError::process_died:
+      // The behaviour of schedules written before the table.
+      return schedule.on_partition_exit == OnPartitionExit::stop_schedule
+                 ? HealthAction::stop_schedule
+                 : HealthAction::log;
+    case HealthError::overrun:
+      return HealthAction::ignore;  // the summaries count overruns already
+    default:
+      return HealthAction::log;
+  }
+}
+
+int64_t heartbeat_frames(const Schedule& schedule, std::size_t partition) {
+  if (partition < schedule.partitions.size())
+    if (const auto& own = schedule.partitions[partition].health.heartbeat_frames) return *own;
+  return schedule.health.heartbeat_frames.value_or(0);
 }
 
 std::vector<std::string> schedule_warnings(const Schedule& schedule) {
