@@ -345,10 +345,12 @@ TEST(InspectCli, ProcessExitingDuringWatchKeepsTheSamples) {
     const pid_t pid = target.pid();
     // Ends the target well after the watch began: inspect's own start (the
     // 200 ms window, loading the BPF programs) took 1.1-1.3 s in the
-    // asan-ubsan build at a load of 3, and a target gone before the first
-    // sample leaves nothing to keep.
+    // asan-ubsan build at a load of 3, and over 4 s in the release build
+    // beside a sanitizer build and three others at a load of 8 ("process ...
+    // does not exist"); a target gone before the first sample leaves
+    // nothing to keep.
     std::thread killer([&target] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+      std::this_thread::sleep_for(std::chrono::milliseconds(8000));
       target.end();
     });
     std::vector<std::string> args{"inspect", std::to_string(pid), "--watch", "30"};
