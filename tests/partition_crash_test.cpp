@@ -573,3 +573,51 @@ TEST(PartitionGuardian, MorePartitionsCgroupsOrDirectoriesThanItHolds_Refused) {
 
 }  // namespace
 }  // namespace doorbell::partition
+
+namespace doorbell::partition {
+namespace {
+
+// A caller with descriptor 3 free opens its own pidfd for the guardian as 3,
+// and the guardian moved its socket onto 3 before copying that pidfd: it then
+// polled its socket as the scheduler's pidfd, took the first record as the
+// scheduler's exit and killed the partition at once (every
+// partition/stop_latency row of the lab failed with "waitid: No child
+// processes"; seen failing here before the fix). The partition must live on.
+TEST(PartitionGuardian, CallerWithDescriptorThreeFree_PartitionLivesOn) {
+  const pid_t caller = ::fork();
+  ASSERT_GE(caller, 0);
+  if (caller == 0) {
+    for (int fd = 3; fd < 64; ++fd) ::close(fd);
+    int result = 0;
+    {
+      auto guardian = detail::Guardian::start();
+      const pid_t partition = ::fork();
+      if (partition < 0) ::_exit(2);
+      if (partition == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::pause();
+        ::_exit(0);
+      }
+      const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, partition, 0));
+      if (pidfd < 0) ::_exit(2);
+      guardian.watch_partition(pidfd, true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      siginfo_t info{};
+      info.si_pid = 0;
+      if (::waitid(P_PID, static_cast<id_t>(partition), &info, WEXITED | WNOHANG) != 0 ||
+          info.si_pid != 0)
+        result = 1;  // gone: the guardian killed it
+      ::kill(partition, SIGKILL);
+      ::waitpid(partition, nullptr, 0);
+    }
+    ::_exit(result);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(caller, &status, 0), caller);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the guardian killed the partition within 300 ms (1), or "
+                                       "the set-up failed (2)";
+}
+
+}  // namespace
+}  // namespace doorbell::partition

@@ -245,13 +245,17 @@ int take_record(int socket_fd) noexcept {
   // Keep only the socket as 3 and the scheduler's pidfd as 4 (and stderr
   // for the rare message): both moved above 4 first, so that neither
   // overwrites the other.
+  // (The pidfd is copied before the socket lands on 3: a caller with fd 3
+  // free opens its own pidfd as 3, and the socket overwrote it, so the
+  // guardian polled its socket as the scheduler's pidfd and left at the
+  // first record, killing the partitions: every partition/stop_latency row
+  // failed with "waitid: No child processes".)
   const int socket_copy = sys::dup_cloexec(socket_fd, 5);
+  const int pidfd_copy = scheduler_pidfd >= 0 ? sys::dup_cloexec(scheduler_pidfd, 5) : -1;
   if (socket_copy < 0 || sys::dup2(socket_copy, 3) < 0) ::_exit(3);
   socket_fd = 3;
-  if (scheduler_pidfd >= 0) {
-    const int pidfd_copy = sys::dup_cloexec(scheduler_pidfd, 5);
+  if (scheduler_pidfd >= 0)
     scheduler_pidfd = pidfd_copy >= 0 && sys::dup2(pidfd_copy, 4) == 4 ? 4 : -1;
-  }
   sys::close_range(scheduler_pidfd >= 0 ? 5u : 4u, ~0u, 0u);
   const int devnull = sys::open("/dev/null", O_RDWR);
   if (devnull >= 0) {
