@@ -20,6 +20,7 @@
 #include <system_error>
 
 #include "doorbell/bell.h"
+#include "sys/error.h"
 
 namespace doorbell::partition {
 
@@ -144,10 +145,6 @@ void load_words(std::byte* to, unsigned char* from, std::size_t n) noexcept {
   }
 }
 
-[[noreturn]] void throw_errno(const std::string& what) {
-  throw std::system_error(errno, std::generic_category(), what);
-}
-
 }  // namespace
 
 const char* port_status_name(PortStatus status) noexcept {
@@ -235,19 +232,19 @@ uint64_t port_memory_size(const std::vector<ChannelSpec>& channels) {
 int create_port_memory(const std::vector<ChannelSpec>& channels) {
   const uint64_t size = port_memory_size(channels);
   const int fd = ::memfd_create("doorbell-ports", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) throw_errno("memfd_create");
+  if (fd < 0) sys::throw_errno("memfd_create");
   if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
     const int e = errno;
     ::close(fd);
     errno = e;
-    throw_errno("ftruncate port memory");
+    sys::throw_errno("ftruncate port memory");
   }
   void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     const int e = errno;
     ::close(fd);
     errno = e;
-    throw_errno("mmap port memory");
+    sys::throw_errno("mmap port memory");
   }
   auto* bytes = static_cast<unsigned char*>(base);
   auto* header = reinterpret_cast<Header*>(bytes);
@@ -292,14 +289,14 @@ int create_port_memory(const std::vector<ChannelSpec>& channels) {
 
 Ports::Ports(int fd, std::string partition) : partition_(std::move(partition)) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw_errno("fstat port memory");
+  if (::fstat(fd, &st) != 0) sys::throw_errno("fstat port memory");
   if (st.st_size < static_cast<off_t>(sizeof(Header)))
     throw std::invalid_argument("descriptor " + std::to_string(fd) + " holds no port memory");
   size_ = static_cast<std::size_t>(st.st_size);
   base_ = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base_ == MAP_FAILED) {
     base_ = nullptr;
-    throw_errno("mmap port memory");
+    sys::throw_errno("mmap port memory");
   }
   const auto* header = static_cast<const Header*>(base_);
   if (header->magic != kMagic || header->version != kVersion || header->total_size != size_ ||
