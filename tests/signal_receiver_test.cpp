@@ -375,20 +375,38 @@ TEST(SignalReceiver, FallsBackWithoutRealtimePermission) {
 // flag and exit, and stop() then aborted on ESRCH from rt_tgsigqueueinfo (or,
 // with the TID reused, signalled a stranger). The hook holds stop() at that
 // point, sends a process-directed SIGUSR1 and waits until the receiver has
-// either gone back to waiting or exited for good; stop() must then return,
-// the signal must reach the callback once, and no wake-up may be left
-// pending anywhere.
+// taken it and either gone back to waiting or exited for good; stop() must
+// then return, the signal must reach the callback once, and no wake-up may be
+// left pending anywhere.
+//
+// The hook waits for the callback, not for the next wait: a receiver thread
+// still on its way to its first wait when stop() began (a slow start: seen in
+// a TSan run of the whole suite) counts that wait before it takes anything,
+// and a hook that returned then let stop() queue its wake-up beside the
+// real signal; the thread takes thread-directed signals first, left on the
+// wake-up, and the real one stayed pending (exit 3). The late-start case
+// below holds the thread back from its first wait to make that order certain.
 std::atomic<pid_t> g_receiver_tid{0};
 std::atomic<int> g_receiver_waits{0};
 std::atomic<bool> g_receiver_left{false};
 std::atomic<bool> g_hook_timed_out{false};
+std::atomic<int> g_receiver_callbacks{0};
+std::atomic<int> g_waits_at_callback{0};
+std::atomic<bool> g_receiver_late_start{false};
 
 void signal_arrives_before_wake(doorbell::detail::SignalReceiverRacePoint point) noexcept {
   using doorbell::detail::SignalReceiverRacePoint;
-  if (point == SignalReceiverRacePoint::receiver_waiting) g_receiver_waits.fetch_add(1);
+  if (point == SignalReceiverRacePoint::receiver_waiting) {
+    // Late start: the thread reaches its first wait 100 ms after the
+    // constructor returned, counts it, then takes another 100 ms to reach
+    // the system call (as a thread preempted on its way would).
+    const bool first = g_receiver_waits.load() == 0 && g_receiver_late_start.load();
+    if (first) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    g_receiver_waits.fetch_add(1);
+    if (first) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   if (point == SignalReceiverRacePoint::receiver_leaving) g_receiver_left.store(true);
   if (point != SignalReceiverRacePoint::stop_before_wake) return;
-  const int waits_before = g_receiver_waits.load();
   ::kill(::getpid(), SIGUSR1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   const auto timed_out = [&] {
@@ -396,8 +414,12 @@ void signal_arrives_before_wake(doorbell::detail::SignalReceiverRacePoint point)
     g_hook_timed_out.store(true);
     return true;
   };
-  // Taken, then either waiting again (it wants the wake-up) or leaving.
-  while (g_receiver_waits.load() == waits_before && !g_receiver_left.load() && !timed_out())
+  // Taken (the callback ran), then either waiting again (it wants the
+  // wake-up) or leaving.
+  while (g_receiver_callbacks.load() == 0 && !g_receiver_left.load() && !timed_out())
+    ::sched_yield();
+  while (g_receiver_waits.load() == g_waits_at_callback.load() && !g_receiver_left.load() &&
+         !timed_out())
     ::sched_yield();
   if (!g_receiver_left.load()) return;
   // Leaving: wait until the thread is gone from the kernel.
@@ -405,20 +427,21 @@ void signal_arrives_before_wake(doorbell::detail::SignalReceiverRacePoint point)
     ::sched_yield();
 }
 
-TEST(SignalReceiver, StopWhileSignalsArrive_NoAbort) {
+void expect_stop_while_signal_arrives(bool late_start) {
   const auto outcome = doorbell::testing::run_in_child_with_deadline(
-      [] {
+      [late_start] {
         const sigset_t previous = doorbell::block_signals_in_this_thread({SIGUSR1});
         (void)previous;
+        g_receiver_late_start.store(late_start);
         doorbell::detail::set_signal_receiver_hook(signal_arrives_before_wake);
-        std::atomic<int> callbacks{0};
         std::atomic<int> odd{0};
         SignalReceiver::Options options;
         options.method = Method::sigwaitinfo;
         SignalReceiver receiver(
             {SIGUSR1},
             [&](const siginfo_t& info) {
-              callbacks.fetch_add(1);
+              g_waits_at_callback.store(g_receiver_waits.load());
+              g_receiver_callbacks.fetch_add(1);
               if (info.si_code != SI_USER || info.si_pid != ::getpid()) odd.fetch_add(1);
             },
             options);
@@ -426,7 +449,7 @@ TEST(SignalReceiver, StopWhileSignalsArrive_NoAbort) {
         receiver.stop();  // aborted here: "rt_tgsigqueueinfo(stop receiver): errno 3"
         doorbell::detail::set_signal_receiver_hook(nullptr);
         if (g_hook_timed_out.load()) return 2;
-        if (callbacks.load() != 1 || receiver.received() != 1) return 3;
+        if (g_receiver_callbacks.load() != 1 || receiver.received() != 1) return 3;
         if (odd.load() != 0) return 4;  // the wake-up reached the callback
         sigset_t pending;
         if (::sigpending(&pending) != 0 || sigismember(&pending, SIGUSR1) == 1) return 5;
@@ -439,6 +462,12 @@ TEST(SignalReceiver, StopWhileSignalsArrive_NoAbort) {
       << " (SIGABRT: stop() aborted on the exited receiver thread; 2: the receiver neither "
          "took the signal nor left; 3: the signal was not received exactly once; 4: the "
          "callback saw something else; 5: a SIGUSR1 was left pending)";
+}
+
+TEST(SignalReceiver, StopWhileSignalsArrive_NoAbort) { expect_stop_while_signal_arrives(false); }
+
+TEST(SignalReceiver, StopWhileSignalsArrive_ReceiverLateToItsFirstWait_NoAbortNoneLeft) {
+  expect_stop_while_signal_arrives(true);
 }
 
 // Issue 33, defect 7: a SignalReceiver destroyed in a forked child (static
