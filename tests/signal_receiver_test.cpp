@@ -464,7 +464,9 @@ void expect_stop_while_signal_arrives(bool late_start) {
          "callback saw something else; 5: a SIGUSR1 was left pending)";
 }
 
-TEST(SignalReceiver, StopWhileSignalsArrive_NoAbort) { expect_stop_while_signal_arrives(false); }
+TEST(SignalReceiver, StopWhileSignalsArrive_NoAbort) {
+  expect_stop_while_signal_arrives(false);
+}
 
 TEST(SignalReceiver, StopWhileSignalsArrive_ReceiverLateToItsFirstWait_NoAbortNoneLeft) {
   expect_stop_while_signal_arrives(true);
