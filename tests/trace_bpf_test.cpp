@@ -619,16 +619,21 @@ TEST(BpfCause, BlockedWhenEveryThreadBlocksTheSignal) {
 // The target spins in user space at SCHED_FIFO 80 on one CPU (so nothing
 // else preempts it); the test sends from another CPU, one signal at a time: each
 // is noticed when the spinning thread next returns to user space (the
-// interrupt of the send), so it waits on its CPU.
+// interrupt of the send), so it waits on its CPU. The test sends only once
+// the target says it runs at SCHED_FIFO: a fixed 20 ms pause before the
+// first send failed in CI's TSan run (the target not yet spinning, asleep or
+// runnable when signalled; seen again with the target held back 100 ms).
 TEST(BpfCause, OnCpuWhenTheTargetIsBusyInUserSpace) {
   SKIP_UNLESS_ROOT();
   const std::vector<int> cpus = allowed_cpus();
   if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs: the spinning target holds one";
   constexpr int kSignals = 10;
   // The target counts in memory the test can see.
-  SharedWord counted;
+  SharedWord counted, spinning;
   ASSERT_NE(counted.word, nullptr);
+  ASSERT_NE(spinning.word, nullptr);
   std::atomic<int>* shared = counted.word;
+  std::atomic<int>* at_fifo = spinning.word;
   const int target_cpu = cpus.back(), sender_cpu = cpus.front();
   Traced traced;
   trace_target(
@@ -641,13 +646,16 @@ TEST(BpfCause, OnCpuWhenTheTargetIsBusyInUserSpace) {
         // Above the lab's SCHED_FIFO senders (60) and receivers, so no test
         // running beside this one preempts it.
         if (!fifo(80)) return 14;
+        at_fifo->store(1);
         return spin_until_handled(*shared, kSignals, 10);
       },
       [&](pid_t target, int, int) {
         doorbell::lab::AffinityGuard keep;  // the test's own thread, put back after
         (void)keep;
         pin_to(sender_cpu);
-        sleep_ms(20);  // the target is spinning at SCHED_FIFO by now
+        const uint64_t ready_by = now_ns() + 10'000'000'000ull;
+        while (at_fifo->load() == 0 && now_ns() < ready_by) sleep_ms(1);
+        ASSERT_EQ(at_fifo->load(), 1) << "the target did not reach SCHED_FIFO within 10 s";
         for (int i = 0; i < kSignals; ++i) {
           ASSERT_EQ(::kill(target, SIGUSR1), 0);
           const uint64_t deadline = now_ns() + 5'000'000'000ull;
