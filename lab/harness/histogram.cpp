@@ -17,7 +17,24 @@ constexpr int kBucketCount = kSubBucketCount + (kTopBit - kSubBucketBits + 1) * 
 constexpr uint64_t kMaxTrackable = (uint64_t{1} << (kTopBit + 1)) - 1;
 }  // namespace
 
-Histogram::Histogram() : counts_(kBucketCount, 0) {}
+namespace {
+constexpr int kBlock = 64;  // counters are added in blocks of this many buckets
+}  // namespace
+
+void Histogram::cover(int lo, int hi) {
+  const int end = first_ + static_cast<int>(counts_.size());
+  if (!counts_.empty() && lo >= first_ && hi <= end) return;
+  int new_first = lo / kBlock * kBlock;
+  int new_end = std::min(kBucketCount, (hi + kBlock - 1) / kBlock * kBlock);
+  if (!counts_.empty()) {
+    new_first = std::min(new_first, first_);
+    new_end = std::max(new_end, end);
+  }
+  std::vector<uint64_t> grown(static_cast<std::size_t>(new_end - new_first), 0);
+  std::copy(counts_.begin(), counts_.end(), grown.begin() + (first_ - new_first));
+  counts_.swap(grown);
+  first_ = new_first;
+}
 
 int Histogram::index_of(uint64_t ps) noexcept {
   if (ps > kMaxTrackable) ps = kMaxTrackable;
@@ -48,7 +65,13 @@ void Histogram::record_n(double ns, uint64_t n) noexcept {
   const uint64_t ps = ps_double >= static_cast<double>(kMaxTrackable)
                           ? kMaxTrackable
                           : static_cast<uint64_t>(std::llround(ps_double));
-  counts_[index_of(ps)] += n;
+  const int index = index_of(ps);
+  if (index < first_ || index >= first_ + static_cast<int>(counts_.size())) {
+    // noexcept: like any allocation failure here, a full heap ends the
+    // program (the dense histogram allocated all of it in its constructor).
+    cover(index, index + 1);
+  }
+  counts_[static_cast<std::size_t>(index - first_)] += n;
   if (count_ == 0) {
     min_ = max_ = ns;
   } else {
@@ -62,7 +85,9 @@ void Histogram::record_n(double ns, uint64_t n) noexcept {
 
 void Histogram::merge(const Histogram& other) noexcept {
   if (other.count_ == 0) return;
-  for (int i = 0; i < kBucketCount; ++i) counts_[i] += other.counts_[i];
+  cover(other.first_, other.first_ + static_cast<int>(other.counts_.size()));
+  for (std::size_t i = 0; i < other.counts_.size(); ++i)
+    counts_[static_cast<std::size_t>(other.first_ - first_) + i] += other.counts_[i];
   if (count_ == 0) {
     min_ = other.min_;
     max_ = other.max_;
@@ -77,8 +102,9 @@ void Histogram::merge(const Histogram& other) noexcept {
 
 Histogram::State Histogram::state() const {
   State s;
-  for (int i = 0; i < kBucketCount; ++i)
-    if (counts_[i] != 0) s.buckets.emplace_back(static_cast<uint32_t>(i), counts_[i]);
+  for (std::size_t i = 0; i < counts_.size(); ++i)
+    if (counts_[i] != 0)
+      s.buckets.emplace_back(static_cast<uint32_t>(first_) + static_cast<uint32_t>(i), counts_[i]);
   s.count = count_;
   s.min = min_;
   s.max = max_;
@@ -94,7 +120,9 @@ Histogram Histogram::from_state(const State& s) {
     if (index >= static_cast<uint32_t>(kBucketCount))
       throw std::invalid_argument("histogram bucket index " + std::to_string(index) +
                                   " out of range");
-    h.counts_[index] += n;
+    const int i = static_cast<int>(index);
+    h.cover(i, i + 1);
+    h.counts_[static_cast<std::size_t>(i - h.first_)] += n;
     total += n;
   }
   if (total != s.count)
@@ -109,7 +137,8 @@ Histogram Histogram::from_state(const State& s) {
 }
 
 void Histogram::reset() noexcept {
-  std::fill(counts_.begin(), counts_.end(), 0);
+  std::vector<uint64_t>().swap(counts_);
+  first_ = 0;
   count_ = 0;
   min_ = max_ = sum_ = sum_squares_ = 0.0;
 }
@@ -128,9 +157,10 @@ double Histogram::percentile(double p) const noexcept {
   uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
   rank = std::clamp<uint64_t>(rank, 1, count_);
   uint64_t seen = 0;
-  for (int i = 0; i < kBucketCount; ++i) {
-    seen += counts_[i];
+  for (std::size_t k = 0; k < counts_.size(); ++k) {
+    seen += counts_[k];
     if (seen >= rank) {
+      const int i = first_ + static_cast<int>(k);
       const double mid_ps =
           static_cast<double>(lower_of(i)) + (static_cast<double>(width_of(i)) - 1.0) / 2.0;
       return std::clamp(mid_ps / 1000.0, min_, max_);
@@ -140,11 +170,12 @@ double Histogram::percentile(double p) const noexcept {
 }
 
 void Histogram::for_each_bucket(const std::function<void(double, double, uint64_t)>& visit) const {
-  for (int i = 0; i < kBucketCount; ++i) {
-    if (counts_[i] == 0) continue;
+  for (std::size_t k = 0; k < counts_.size(); ++k) {
+    if (counts_[k] == 0) continue;
+    const int i = first_ + static_cast<int>(k);
     const uint64_t lower = lower_of(i);
     visit(static_cast<double>(lower) / 1000.0, static_cast<double>(lower + width_of(i)) / 1000.0,
-          counts_[i]);
+          counts_[k]);
   }
 }
 
