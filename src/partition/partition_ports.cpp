@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <system_error>
@@ -535,6 +536,15 @@ struct doorbell_port {
   std::optional<QueuingPort> queuing;
 };
 
+static_assert(DOORBELL_PORT_EMPTY == static_cast<int>(PortStatus::empty) + 1 &&
+                  DOORBELL_PORT_TIMED_OUT == static_cast<int>(PortStatus::timed_out) + 1 &&
+                  DOORBELL_PORT_FULL == static_cast<int>(PortStatus::full) + 1 &&
+                  DOORBELL_PORT_TOO_LARGE == static_cast<int>(PortStatus::too_large) + 1 &&
+                  DOORBELL_PORT_WRONG_DIRECTION ==
+                      static_cast<int>(PortStatus::wrong_direction) + 1 &&
+                  DOORBELL_PORT_BUSY == static_cast<int>(PortStatus::busy) + 1,
+              "partition_ports_c.h's statuses are PortStatus + 1");
+
 namespace {
 int c_status(PortStatus s) {
   return s == PortStatus::ok ? 0 : static_cast<int>(s) + 1;
@@ -554,13 +564,15 @@ void doorbell_ports_close(doorbell_ports* ports) {
 }
 doorbell_port* doorbell_port_open(doorbell_ports* ports, const char* port, int kind) {
   if (ports == nullptr || port == nullptr) return nullptr;
+  if (kind != DOORBELL_PORT_SAMPLING && kind != DOORBELL_PORT_QUEUING) return nullptr;
   try {
-    auto* p = new doorbell_port;
-    if (kind == 0)
+    // Owned until it is whole: a port of the other kind throws.
+    auto p = std::make_unique<doorbell_port>();
+    if (kind == DOORBELL_PORT_SAMPLING)
       p->sampling = ports->ports.sampling(port);
     else
       p->queuing = ports->ports.queuing(port);
-    return p;
+    return p.release();
   } catch (...) {
     return nullptr;
   }
