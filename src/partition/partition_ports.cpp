@@ -22,6 +22,7 @@
 
 #include "doorbell/bell.h"
 #include "sys/error.h"
+#include "sys/shared_memory.h"
 
 namespace doorbell::partition {
 
@@ -232,21 +233,9 @@ uint64_t port_memory_size(const std::vector<ChannelSpec>& channels) {
 
 int create_port_memory(const std::vector<ChannelSpec>& channels) {
   const uint64_t size = port_memory_size(channels);
-  const int fd = ::memfd_create("doorbell-ports", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) sys::throw_errno("memfd_create");
-  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    const int e = errno;
-    ::close(fd);
-    errno = e;
-    sys::throw_errno("ftruncate port memory");
-  }
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    const int e = errno;
-    ::close(fd);
-    errno = e;
-    sys::throw_errno("mmap port memory");
-  }
+  sys::SharedMemory memory = sys::create_shared_memory(
+      "doorbell-ports", size, MFD_CLOEXEC | MFD_ALLOW_SEALING, "port memory");
+  void* base = memory.base;
   auto* bytes = static_cast<unsigned char*>(base);
   auto* header = reinterpret_cast<Header*>(bytes);
   auto* entries = reinterpret_cast<PortEntry*>(bytes + sizeof(Header));
@@ -284,8 +273,8 @@ int create_port_memory(const std::vector<ChannelSpec>& channels) {
   header->magic = kMagic;
   ::munmap(base, size);
   // The size is fixed: nobody may shrink it under another's mapping.
-  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
-  return fd;
+  ::fcntl(memory.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  return memory.fd.release();
 }
 
 Ports::Ports(int fd, std::string partition) : partition_(std::move(partition)) {
