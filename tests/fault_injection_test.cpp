@@ -67,6 +67,7 @@
 #include "doorbell/event_loop.h"
 #include "doorbell/event_notifier.h"
 #include "doorbell/partition.h"
+#include "doorbell/partition_ports.h"
 #include "doorbell/rate_limiter.h"
 #include "doorbell/ring.h"
 #include "doorbell/signal_channel.h"
@@ -1403,6 +1404,28 @@ TEST(FaultInjection, Partition_SchedulerConstructAndRequestStop) {
              partition::Scheduler scheduler(one_partition(partition::SuspendMethod::sigstop));
              scheduler.request_stop();
            });
+         }});
+}
+
+// The port memory: memfd_create, ftruncate and mmap through the seam
+// (sys/shared_memory.h, shared with the health blocks). A failure throws
+// std::system_error and leaves no descriptor (the sweep's snapshot) and no
+// mapping of the memory.
+TEST(FaultInjection, PartitionPorts_CreatePortMemory) {
+  sweep({"PartitionPorts_CreatePortMemory", [](Window& w) {
+           partition::ChannelSpec c;
+           c.name = "cmd";
+           c.kind = partition::PortKind::queuing;
+           c.source = "A.out";
+           c.destinations = {"B.in"};
+           c.message_size = 64;
+           c.depth = 8;
+           w.run([&] { ::close(partition::create_port_memory({c})); });
+           std::ifstream maps("/proc/self/maps");
+           const std::string text((std::istreambuf_iterator<char>(maps)),
+                                  std::istreambuf_iterator<char>());
+           w.expect(text.find("memfd:doorbell-ports") == std::string::npos,
+                    "a mapping of the port memory was left");
          }});
 }
 

@@ -37,3 +37,17 @@ endif()
 if(TARGET partition_window_test AND TARGET doorbell_lab_partition)
   target_link_libraries(partition_window_test PRIVATE doorbell_lab_partition)
 endif()
+# A partition written in C (tests/partition_ports_c_test.c, compiled as C):
+# the C subset of the port API, run by partition_ports_test beside a C++
+# partition. It links the library like any C user would (instrumented in the
+# sanitizer builds, so the test gives it many frames).
+add_executable(partition_ports_c_prog ${CMAKE_CURRENT_SOURCE_DIR}/partition_ports_c_test.c)
+set_target_properties(partition_ports_c_prog PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON
+                                                        C_EXTENSIONS OFF)
+target_compile_options(partition_ports_c_prog PRIVATE -Wpedantic)
+target_link_libraries(partition_ports_c_prog PRIVATE doorbell)
+if(TARGET partition_ports_test)
+  add_dependencies(partition_ports_test partition_ports_c_prog)
+  target_compile_definitions(partition_ports_test PRIVATE
+                             DOORBELL_PORTS_C_PROG="$<TARGET_FILE:partition_ports_c_prog>")
+endif()

@@ -338,3 +338,50 @@ TEST(PartitionPorts, PartitionsOfARunExchangeMessagesThroughBothKinds) {
   ASSERT_EQ(report.exits.size(), 2u) << "a partition did not finish within 60 frames";
   for (const auto& e : report.exits) EXPECT_EQ(e.reason, "exited 0") << "partition " << e.partition;
 }
+
+#ifdef DOORBELL_PORTS_C_PROG
+// The C subset from a program written in C (tests/partition_ports_c_test.c,
+// compiled as C): partition "c" of a real run, beside a C++ entry partition.
+// Each side checks what it receives; "exited 0" on both is the pass.
+TEST(PartitionPorts, ACPartitionTalksToACppPartition) {
+  dp::Schedule s;
+  s.major_frame_ns = 20'000'000;
+  s.channels.push_back(sampling("tm", "cpp.tm", {"c.tm"}, 64, 10'000'000'000));
+  s.channels.push_back(queuing("cmd", "cpp.cmd", {"c.cmd"}, 64, 8));
+  s.channels.push_back(sampling("ctm", "c.ctm", {"cpp.ctm"}, 64, 10'000'000'000));
+  s.channels.push_back(queuing("ack", "c.ack", {"cpp.ack"}, 16, 8));
+  dp::PartitionSpec cpp;
+  cpp.name = "cpp";
+  cpp.entry = [] {
+    dp::Ports ports = dp::Ports::from_environment();
+    auto tm = ports.sampling("tm");
+    auto cmd = ports.queuing("cmd");
+    auto ctm = ports.sampling("ctm");
+    auto ack = ports.queuing("ack");
+    if (tm.write(bytes("telemetry 42")) != dp::PortStatus::ok) return 20;
+    if (cmd.send(bytes("command 7")) != dp::PortStatus::ok) return 21;
+    std::vector<std::byte> buffer(64);
+    const dp::QueuingReceive r = ack.receive(buffer, 10s);  // waits for the C side's windows
+    if (r.status != dp::PortStatus::ok) return 22;
+    if (text(buffer, r.size) != "ack: command 7") return 23;
+    const dp::SamplingRead t = ctm.read(buffer);
+    if (t.status != dp::PortStatus::ok || !t.valid) return 24;
+    if (text(buffer, t.size) != "from c") return 25;
+    return 0;
+  };
+  dp::PartitionSpec c;
+  c.name = "c";
+  c.command = {DOORBELL_PORTS_C_PROG};
+  s.partitions = {cpp, c};
+  s.windows = {{"cpp", 0, 10'000'000}, {"c", 10'000'000, 10'000'000}};
+  dp::Scheduler scheduler(std::move(s));
+  dp::RunOptions options;
+  options.frames = 60;  // bounded (1.2 s): both finish in a few frames
+  options.fifo_priority = 0;
+  const dp::RunReport report = scheduler.run(options);
+  ASSERT_EQ(report.exits.size(), 2u) << "a partition did not finish within 60 frames";
+  for (const auto& e : report.exits)
+    EXPECT_EQ(e.reason, "exited 0")
+        << "partition " << e.partition << " (the C one exits with the number of a failed check)";
+}
+#endif

@@ -195,21 +195,5 @@ extern const char* partition;
 
 }  // namespace doorbell::partition
 
-// The C-callable subset: a partition need not be C++. Return values: 0 ok,
-// else a PortStatus value + 1 (or -1: no such port / no port memory).
-extern "C" {
-typedef struct doorbell_ports doorbell_ports;
-typedef struct doorbell_port doorbell_port;
-// From the environment; null when there is no port memory.
-doorbell_ports* doorbell_ports_open(void);
-void doorbell_ports_close(doorbell_ports* ports);
-// kind: 0 sampling, 1 queuing. Null when no such port.
-doorbell_port* doorbell_port_open(doorbell_ports* ports, const char* port, int kind);
-void doorbell_port_close(doorbell_port* port);
-int doorbell_sampling_write(doorbell_port* port, const void* data, size_t size);
-// *size in: buffer size; out: bytes copied. *valid: 1 when fresh.
-int doorbell_sampling_read(doorbell_port* port, void* buffer, size_t* size, int* valid);
-int doorbell_queuing_send(doorbell_port* port, const void* data, size_t size);
-// timeout_ns < 0: wait for ever.
-int doorbell_queuing_receive(doorbell_port* port, void* buffer, size_t* size, int64_t timeout_ns);
-}
+// The C-callable subset (a partition need not be C++): partition_ports_c.h.
+#include "doorbell/partition_ports_c.h"

@@ -54,6 +54,7 @@
 #include "sys/pidfd.h"
 #include "sys/proc.h"
 #include "sys/reap.h"
+#include "sys/shared_memory.h"
 #include "sys/syscalls.h"
 
 extern char** environ;
@@ -1082,13 +1083,10 @@ void Run::create_health_block(Partition& p) {
   if (p.block != nullptr) return;
   // No name in any file system: the block goes with its last descriptor
   // and mapping, whichever way the scheduler and the partition end.
-  p.health_fd.reset(static_cast<int>(::syscall(SYS_memfd_create, "doorbell-health", 1u)));
-  if (!p.health_fd) sys::throw_errno("memfd_create (health block of " + p.spec->name + ")");
-  if (::ftruncate(p.health_fd.get(), detail::kHealthBlockBytes) != 0)
-    sys::throw_errno("ftruncate (health block of " + p.spec->name + ")");
-  void* map = ::mmap(nullptr, detail::kHealthBlockBytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-                     p.health_fd.get(), 0);
-  if (map == MAP_FAILED) sys::throw_errno("mmap (health block of " + p.spec->name + ")");
+  sys::SharedMemory memory = sys::create_shared_memory(
+      "doorbell-health", detail::kHealthBlockBytes, MFD_CLOEXEC, "health block of " + p.spec->name);
+  p.health_fd = std::move(memory.fd);
+  void* map = memory.base;
   p.block = new (map) detail::HealthBlock();
 }
 

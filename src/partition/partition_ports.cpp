@@ -15,12 +15,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <system_error>
 
 #include "doorbell/bell.h"
 #include "sys/error.h"
+#include "sys/shared_memory.h"
 
 namespace doorbell::partition {
 
@@ -231,21 +233,9 @@ uint64_t port_memory_size(const std::vector<ChannelSpec>& channels) {
 
 int create_port_memory(const std::vector<ChannelSpec>& channels) {
   const uint64_t size = port_memory_size(channels);
-  const int fd = ::memfd_create("doorbell-ports", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) sys::throw_errno("memfd_create");
-  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    const int e = errno;
-    ::close(fd);
-    errno = e;
-    sys::throw_errno("ftruncate port memory");
-  }
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    const int e = errno;
-    ::close(fd);
-    errno = e;
-    sys::throw_errno("mmap port memory");
-  }
+  sys::SharedMemory memory = sys::create_shared_memory(
+      "doorbell-ports", size, MFD_CLOEXEC | MFD_ALLOW_SEALING, "port memory");
+  void* base = memory.base;
   auto* bytes = static_cast<unsigned char*>(base);
   auto* header = reinterpret_cast<Header*>(bytes);
   auto* entries = reinterpret_cast<PortEntry*>(bytes + sizeof(Header));
@@ -283,8 +273,8 @@ int create_port_memory(const std::vector<ChannelSpec>& channels) {
   header->magic = kMagic;
   ::munmap(base, size);
   // The size is fixed: nobody may shrink it under another's mapping.
-  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
-  return fd;
+  ::fcntl(memory.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  return memory.fd.release();
 }
 
 Ports::Ports(int fd, std::string partition) : partition_(std::move(partition)) {
@@ -472,21 +462,25 @@ QueuingReceive QueuingPort::receive(std::span<std::byte> buffer,
   auto head = word<uint64_t>(ring + 64);
   auto tail = word<uint64_t>(ring);
   const uint64_t h = head.load(std::memory_order_relaxed);
-  const auto deadline = timeout ? Bell::Clock::now() + *timeout : Bell::Clock::time_point::max();
-  Bell* bell = reinterpret_cast<Bell*>(ring + 128);
-  while (tail.load(std::memory_order_acquire) == h) {
+  // The clock is read only when there is nothing to take: a receive that
+  // finds a message costs no clock read (it was most of the cost).
+  if (tail.load(std::memory_order_acquire) == h) {
     if (timeout && *timeout <= std::chrono::nanoseconds(0)) return r;  // empty
-    if (Bell::Clock::now() >= deadline) {
-      r.status = PortStatus::timed_out;
-      return r;
+    const auto deadline = timeout ? Bell::Clock::now() + *timeout : Bell::Clock::time_point::max();
+    Bell* bell = reinterpret_cast<Bell*>(ring + 128);
+    while (tail.load(std::memory_order_acquire) == h) {
+      if (Bell::Clock::now() >= deadline) {
+        r.status = PortStatus::timed_out;
+        return r;
+      }
+      // The Bell is rung after every tail advance: a wait that starts after
+      // the check above still sees a ring that came after it. A stale ring
+      // only makes one more turn of this loop.
+      if (timeout)
+        bell->wait_until(deadline);
+      else
+        bell->wait();
     }
-    // The Bell is rung after every tail advance: a wait that starts after
-    // the check above still sees a ring that came after it. A stale ring
-    // only makes one more turn of this loop.
-    if (timeout)
-      bell->wait_until(deadline);
-    else
-      bell->wait();
   }
   const unsigned char* slot = ring + kRingSlots + (h % depth_) * ring_slot_stride(message_size_);
   uint32_t size = 0;
@@ -531,6 +525,15 @@ struct doorbell_port {
   std::optional<QueuingPort> queuing;
 };
 
+static_assert(DOORBELL_PORT_EMPTY == static_cast<int>(PortStatus::empty) + 1 &&
+                  DOORBELL_PORT_TIMED_OUT == static_cast<int>(PortStatus::timed_out) + 1 &&
+                  DOORBELL_PORT_FULL == static_cast<int>(PortStatus::full) + 1 &&
+                  DOORBELL_PORT_TOO_LARGE == static_cast<int>(PortStatus::too_large) + 1 &&
+                  DOORBELL_PORT_WRONG_DIRECTION ==
+                      static_cast<int>(PortStatus::wrong_direction) + 1 &&
+                  DOORBELL_PORT_BUSY == static_cast<int>(PortStatus::busy) + 1,
+              "partition_ports_c.h's statuses are PortStatus + 1");
+
 namespace {
 int c_status(PortStatus s) {
   return s == PortStatus::ok ? 0 : static_cast<int>(s) + 1;
@@ -550,13 +553,15 @@ void doorbell_ports_close(doorbell_ports* ports) {
 }
 doorbell_port* doorbell_port_open(doorbell_ports* ports, const char* port, int kind) {
   if (ports == nullptr || port == nullptr) return nullptr;
+  if (kind != DOORBELL_PORT_SAMPLING && kind != DOORBELL_PORT_QUEUING) return nullptr;
   try {
-    auto* p = new doorbell_port;
-    if (kind == 0)
+    // Owned until it is whole: a port of the other kind throws.
+    auto p = std::make_unique<doorbell_port>();
+    if (kind == DOORBELL_PORT_SAMPLING)
       p->sampling = ports->ports.sampling(port);
     else
       p->queuing = ports->ports.queuing(port);
-    return p;
+    return p.release();
   } catch (...) {
     return nullptr;
   }

@@ -351,6 +351,9 @@ const char* call_name(Call call) noexcept {
     DOORBELL_CALL_NAME(thread_create)
     DOORBELL_CALL_NAME(close_range)
     DOORBELL_CALL_NAME(execve)
+    DOORBELL_CALL_NAME(memfd_create)
+    DOORBELL_CALL_NAME(ftruncate)
+    DOORBELL_CALL_NAME(mmap)
 #undef DOORBELL_CALL_NAME
     case Call::count_:
       break;
@@ -522,6 +525,21 @@ std::span<const int> manual_errnos(Call call) noexcept {
       static constexpr int e[] = {EINTR, EINVAL, EMFILE, ENOMEM};
       return e;
     }
+    case Call::memfd_create: {
+      static constexpr int e[] = {EINTR, EFAULT, EINVAL, EMFILE, ENFILE, ENOMEM, EPERM};
+      return e;
+    }
+    case Call::ftruncate: {
+      // A memfd: EFBIG past the file size limit (RLIMIT_FSIZE), EPERM once
+      // sealed.
+      static constexpr int e[] = {EINTR, EBADF, EFBIG, EINVAL, EIO, EPERM, ENOMEM};
+      return e;
+    }
+    case Call::mmap: {
+      static constexpr int e[] = {EINTR,  EAGAIN, EACCES, EBADF,     EINVAL,
+                                  ENFILE, ENODEV, ENOMEM, EOVERFLOW, EPERM};
+      return e;
+    }
     case Call::count_:
       break;
   }
@@ -661,6 +679,16 @@ bool kernel_can_return(Call call, int error) noexcept {
              error == EISDIR || error == EIO || error == ENAMETOOLONG || error == ELIBBAD;
     case Call::sigtimedwait:
       return error == EINTR || error == EAGAIN;
+    case Call::memfd_create:
+      return error == EMFILE || error == ENFILE || error == ENOMEM;
+    case Call::ftruncate:
+      // A fresh memfd: the space is only reserved (shmem), but RLIMIT_FSIZE
+      // applies (EFBIG, and SIGXFSZ unless ignored).
+      return error == EINTR || error == EFBIG || error == ENOMEM;
+    case Call::mmap:
+      // vm.max_map_count, RLIMIT_AS, overcommit: ENOMEM; a locked-memory
+      // limit: EAGAIN.
+      return error == ENOMEM || error == EAGAIN;
     case Call::count_:
       break;
   }

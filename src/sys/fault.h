@@ -108,6 +108,9 @@ enum class Call : uint8_t {
   thread_create,  // std::thread (pthread_create)
   close_range,
   execve,
+  memfd_create,
+  ftruncate,
+  mmap,
   count_  // the number of kinds
 };
 inline constexpr std::size_t kCalls = static_cast<std::size_t>(Call::count_);

@@ -22,6 +22,7 @@
 #include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -124,6 +125,26 @@ inline ssize_t pwrite(int fd, const void* buffer, size_t size, off_t offset,
 inline int pipe2(int fds[2], int flags, DOORBELL_WHERE) noexcept {
   if (const int e = fault::injected(Call::pipe2, where)) return detail_seam::fail(e);
   return ::pipe2(fds, flags);
+}
+
+inline int memfd_create(const char* name, unsigned flags, DOORBELL_WHERE) noexcept {
+  if (const int e = fault::injected(Call::memfd_create, where)) return detail_seam::fail(e);
+  return static_cast<int>(::syscall(SYS_memfd_create, name, flags));
+}
+
+inline int ftruncate(int fd, off_t length, DOORBELL_WHERE) noexcept {
+  if (const int e = fault::injected(Call::ftruncate, where)) return detail_seam::fail(e);
+  return ::ftruncate(fd, length);
+}
+
+// MAP_FAILED and errno on failure.
+inline void* mmap(void* address, size_t length, int protection, int flags, int fd, off_t offset,
+                  DOORBELL_WHERE) noexcept {
+  if (const int e = fault::injected(Call::mmap, where)) {
+    errno = e;
+    return MAP_FAILED;
+  }
+  return ::mmap(address, length, protection, flags, fd, offset);
 }
 
 inline int dup2(int from, int to, DOORBELL_WHERE) noexcept {
