@@ -46,6 +46,10 @@
 //              /proc/self/exe (comm "exe"): the new image finds it pending
 //              and blocked, sets a handler and unblocks it: one generate,
 //              one take, the delay spans the exec
+//   exec_pending_thread
+//              the same, the exec from a second thread, which also has a
+//              SIGUSR2 of its own pending (tgkill): after the exec it is
+//              the process's only thread, with the pid as its tid
 //   processes  N (6000) child processes one after the other, each sends
 //              itself SIGRTMIN+11 (kill, taken by a handler) and exits;
 //              the entry carries "processes": N
@@ -484,6 +488,28 @@ int exec_pending(char* argv0) {
   return 25;
 }
 
+// exec_pending_thread: the same from a second thread, with a second signal
+// for it alone: SIGUSR1 to the process (kill) and SIGUSR2 to the thread
+// (tgkill), both blocked everywhere, then that thread calls execve. The
+// kernel kills the main thread, and the thread takes over the process's pid
+// (its own tid becomes the pid): both signals survive, SIGUSR2 in its own
+// queue.
+int exec_pending_thread(char* argv0) {
+  set_blocked(SIGUSR1, true);
+  set_blocked(SIGUSR2, true);
+  const uint64_t before = now_ns();
+  ::kill(::getpid(), SIGUSR1);
+  std::thread([argv0, before] {
+    ::syscall(SYS_tgkill, ::getpid(), ::syscall(SYS_gettid), SIGUSR2);
+    const std::string at = std::to_string(before);
+    char after[] = "exec_pending_thread_after";
+    char* const args[] = {argv0, after, const_cast<char*>(at.c_str()), nullptr};
+    ::execv("/proc/self/exe", args);
+    ::_exit(25);
+  }).detach();
+  for (;;) ::pause();  // killed by the exec
+}
+
 // The image after the exec: the signal is still pending and blocked.
 int exec_pending_after(uint64_t before, std::vector<Truth>& out) {
   sigset_t pending, blocked;
@@ -494,6 +520,23 @@ int exec_pending_after(uint64_t before, std::vector<Truth>& out) {
   set_blocked(SIGUSR1, false);  // taken here, by the handler
   if (g_taken[SIGUSR1].load() != 1) return 27;
   out.push_back(Truth{SIGUSR1, 1, 1, 0, g_taken_at[SIGUSR1].load() - before});
+  return 0;
+}
+
+// After exec_pending_thread's exec: SIGUSR1 (the process's) and SIGUSR2 (the
+// thread's, sent after `before`) pending and blocked; both taken.
+int exec_pending_thread_after(uint64_t before, std::vector<Truth>& out) {
+  sigset_t pending, blocked;
+  ::sigpending(&pending);
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &blocked);
+  for (int sig : {SIGUSR1, SIGUSR2})
+    if (!sigismember(&pending, sig) || !sigismember(&blocked, sig)) return 26;
+  for (int sig : {SIGUSR1, SIGUSR2}) {
+    set_action(sig, stamp);
+    set_blocked(sig, false);
+    if (g_taken[sig].load() != 1) return 27;
+    out.push_back(Truth{sig, 1, 1, 0, g_taken_at[sig].load() - before});
+  }
   return 0;
 }
 
@@ -532,7 +575,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: trace_truth_workload "
                  "discards|threads|rt|group_exit|signalfd|thread_exit_pending|sigwait|stopped|"
-                 "kill_stop|exec_pending|processes|churn [N] [FILE]\n");
+                 "kill_stop|exec_pending|exec_pending_thread|processes|churn [N] [FILE]\n");
     return 2;
   }
   const std::string shape = argv[1];
@@ -540,6 +583,13 @@ int main(int argc, char** argv) {
   if (shape == "exec_pending_after") {  // after the exec: no go byte
     const int rc = argc > 2 ? exec_pending_after(std::strtoull(argv[2], nullptr, 10), truths) : 2;
     std::printf("%s\n", json_of("exec_pending", truths).c_str());
+    std::fflush(stdout);
+    return rc;
+  }
+  if (shape == "exec_pending_thread_after") {
+    const int rc =
+        argc > 2 ? exec_pending_thread_after(std::strtoull(argv[2], nullptr, 10), truths) : 2;
+    std::printf("%s\n", json_of("exec_pending_thread", truths).c_str());
     std::fflush(stdout);
     return rc;
   }
@@ -557,6 +607,7 @@ int main(int argc, char** argv) {
   if (shape == "stopped") rc = stopped(argc > 2 ? n : 50, truths);
   if (shape == "kill_stop") rc = kill_stop(argc > 2 ? n : 10, truths);
   if (shape == "exec_pending") return exec_pending(argv[0]);  // returns only when exec failed
+  if (shape == "exec_pending_thread") return exec_pending_thread(argv[0]);
   if (shape == "processes") rc = processes(argc > 2 ? n : 6000, truths);
   if (shape == "churn") {
     rc = churn(n, truths);
