@@ -320,10 +320,11 @@ TEST(TraceTruth, SignalPendingAcrossExecIsOneStream) {
 // The same, the exec from a thread that is not the process's first: the
 // kernel kills the first thread and the exec'ing thread takes over the
 // process's pid as its own tid. The process's SIGUSR1 and the thread's own
-// SIGUSR2 both survive and are taken after the exec. bpf: both paired, each
-// in the one row of the process (it lost both: the process's state was in
-// the old leader's task storage, the thread's FIFO under its old tid).
-// tracefs: SIGUSR1 paired; SIGUSR2's generate names the thread's old tid,
+// SIGUSR2 and six SIGRTMIN+1 survive and are taken after the exec. bpf: all
+// paired, each signal in the one row of the process (it lost them: the
+// process's state was in the old leader's task storage, the thread's FIFOs
+// under its old tid). tracefs: SIGUSR1 paired; the thread's own signals'
+// generates name its old tid,
 // which no longer exists when the event is read, so it counts as a process
 // of its own (docs/trace.md, limits) and the take is unpaired: not asserted.
 TEST(TraceTruth, SignalsPendingAcrossExecFromASecondThread) {
@@ -333,8 +334,14 @@ TEST(TraceTruth, SignalsPendingAcrossExecFromASecondThread) {
   expect_truth(t, false);
   int rows = 0;
   for (const auto& [key, stream] : t.bpf.streams())
-    if (key.sig == SIGUSR1 || key.sig == SIGUSR2) ++rows;
-  EXPECT_EQ(rows, 2);
+    if (key.sig == SIGUSR1 || key.sig == SIGUSR2 || key.sig == SIGRTMIN + 1) ++rows;
+  EXPECT_EQ(rows, 3);
+  // The six SIGRTMIN+1 of the thread: four kept inline, two spilled; all
+  // moved to the new tid, none unmeasured.
+  const trace::Counts* rt = totals(t.bpf, t.pid, SIGRTMIN + 1);
+  ASSERT_NE(rt, nullptr);
+  EXPECT_EQ(rt->delay.count(), 6u);
+  EXPECT_EQ(rt->unmeasured(), 0u);
   const trace::Counts* f = totals(t.tracefs, t.pid, SIGUSR1);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->generated, 1u);
