@@ -211,17 +211,10 @@ struct {
   __type(value, struct proc_state);
 } procs SEC(".maps");
 
-/* The process's state in flight across an exec from a thread that is not
- * the leader: saved when the old leader exits (its task storage goes with
- * it), taken by the exec'ing thread, the new leader, at sched_process_exec.
- * Full: counted (DOORBELL_LOSS_STORAGE), the takes after the exec unpaired. */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(map_flags, BPF_F_NO_PREALLOC);
-  __uint(max_entries, 256);
-  __type(key, u32);
-  __type(value, struct proc_state);
-} handover SEC(".maps");
+/* A task by its global pid, referenced (Linux 6.2+; null where the kernel
+ * lacks the kfunc: the load still succeeds, see on_sched_process_exit). */
+extern struct task_struct* bpf_task_from_pid(s32 pid) __ksym __weak;
+extern void bpf_task_release(struct task_struct* p) __ksym __weak;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -1052,13 +1045,20 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* p) {
   /* The leader killed by an exec in another thread (de_thread): that thread
    * becomes the leader once this one is gone, and the process's state (its
    * shared FIFOs, what is outstanding), kept in the leader's task storage,
-   * would go with this task: saved in `handover` until the exec'ing thread
-   * takes it (on_sched_process_exec). */
-  if (ps && p->pid == tgid && bpf_core_field_exists(p->signal->group_exec_task)) {
+   * would go with this task: copied to the exec'ing thread's storage now,
+   * before the swap, so that a signal sent during the exec finds it there.
+   * Without bpf_task_from_pid (before Linux 6.2) it is not copied, and the
+   * takes after such an exec count as unpaired. */
+  if (ps && p->pid == tgid && bpf_core_field_exists(p->signal->group_exec_task) &&
+      bpf_task_from_pid) {
     struct task_struct* exec_task = BPF_CORE_READ(p, signal, group_exec_task);
     int exec_tid = exec_task ? BPF_CORE_READ(exec_task, pid) : 0;
-    if (exec_tid && exec_tid != p->pid && bpf_map_update_elem(&handover, &tgid, ps, BPF_ANY) != 0)
-      lose(DOORBELL_LOSS_STORAGE);
+    struct task_struct* heir = exec_tid && exec_tid != p->pid ? bpf_task_from_pid(exec_tid) : 0;
+    if (heir) {
+      if (!bpf_task_storage_get(&procs, heir, ps, BPF_LOCAL_STORAGE_GET_F_CREATE))
+        lose(DOORBELL_LOSS_STORAGE);
+      bpf_task_release(heir);
+    }
   }
   /* The last thread out: live is decremented before this tracepoint. */
   bool group_dead = ps && ps->outstanding > 0 && BPF_CORE_READ(p, signal, live.counter) == 0;
@@ -1153,21 +1153,12 @@ __noinline int move_private_fifo(u32 old_pid, u32 tid, u32 sig) {
 /* An exec from a thread that is not the leader: the thread now has the
  * process's pid as its tid (old_pid was its own). Its pending signals stay
  * with it, so its FIFOs, keyed by tid, move to the new tid (the process's
- * state was saved when the old leader exited, on_sched_process_exit, and
- * becomes the new leader's here). */
+ * state moved to it when the old leader exited: on_sched_process_exit). */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_sched_process_exec, struct task_struct* p, int old_pid, struct linux_binprm* bprm) {
   u32 tid = p->pid;
   if ((u32)old_pid == tid) return 0;
   if (only_tgid && p->tgid != only_tgid) return 0;
-  struct proc_state* ps = bpf_task_storage_get(&procs, p, 0, 0);
-  u32 tgid = p->tgid;
-  struct proc_state* handed = bpf_map_lookup_elem(&handover, &tgid);
-  if (handed) {
-    if (!ps) ps = bpf_task_storage_get(&procs, p, handed, BPF_LOCAL_STORAGE_GET_F_CREATE);
-    if (!ps) lose(DOORBELL_LOSS_STORAGE);
-    bpf_map_delete_elem(&handover, &tgid);
-  }
   struct thread_state* ts = bpf_task_storage_get(&threads, p, 0, 0);
   u64 mask = ts ? ts->private_queues : 0;
   if (!mask) return 0;
