@@ -359,10 +359,10 @@ TEST(BpfPrograms, LoadAndPassTheVerifierOnBothSystemCallRoutes) {
     } catch (const trace::bpf::BpfUnavailable& e) {
       FAIL() << "the programs do not load: " << e.what();
     }
-    // Six programs on the signal and scheduler tracepoints, plus the
-    // system-call exits: three per-call tracepoints (rt_sigtimedwait, read,
-    // rt_sigaction), or one for every call.
-    EXPECT_EQ(programs->attached(), every_syscall ? 7 : 9);
+    // Seven programs on the signal, scheduler and process tracepoints, plus
+    // the system-call exits: three per-call tracepoints (rt_sigtimedwait,
+    // read, rt_sigaction), or one for every call.
+    EXPECT_EQ(programs->attached(), every_syscall ? 8 : 10);
     const std::string route = programs->syscall_route();
     EXPECT_NE(route.find(every_syscall ? "tp_btf/sys_exit" : "sys_exit_rt_sigtimedwait"),
               std::string::npos)

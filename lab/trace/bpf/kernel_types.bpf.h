@@ -51,10 +51,14 @@ struct sigpending {
   sigset_t signal;
 };
 
+struct task_struct;
+
 struct signal_struct {
-  atomic_t live;                /* threads not yet exited */
-  int group_exit_code;          /* a fatal signal's number, or an exit status << 8 */
-  struct list_head thread_head; /* the threads, through task_struct.thread_node */
+  atomic_t live;                       /* threads not yet exited */
+  int group_exit_code;                 /* a fatal signal's number, or an exit status << 8 */
+  struct task_struct* group_exec_task; /* the thread in execve killing the others (5.19+;
+                                          checked with bpf_core_field_exists) */
+  struct list_head thread_head;        /* the threads, through task_struct.thread_node */
   struct sigpending shared_pending;
 };
 

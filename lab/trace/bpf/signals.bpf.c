@@ -27,6 +27,10 @@
  *   sched_process_exit
  *                     queued signals of an exiting thread or process are
  *                     counted as discarded and forgotten
+ *   sched_process_exec
+ *                     an exec from a thread that is not the leader: that
+ *                     thread takes over the process's pid, and its own
+ *                     FIFOs move to its new tid
  *
  * Pairing. Each queued signal gets a sequence number in a FIFO per
  * (thread, signal) for thread-directed signals (tgkill) and per (process,
@@ -206,6 +210,11 @@ struct {
   __type(key, int);
   __type(value, struct proc_state);
 } procs SEC(".maps");
+
+/* A task by its global pid, referenced (Linux 6.2+; null where the kernel
+ * lacks the kfunc: the load still succeeds, see on_sched_process_exit). */
+extern struct task_struct* bpf_task_from_pid(s32 pid) __ksym __weak;
+extern void bpf_task_release(struct task_struct* p) __ksym __weak;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -1033,6 +1042,24 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* p) {
   u64 private_mask = ts ? ts->private_queues : 0;
   struct task_struct* leader = p->group_leader;
   struct proc_state* ps = leader ? bpf_task_storage_get(&procs, leader, 0, 0) : 0;
+  /* The leader killed by an exec in another thread (de_thread): that thread
+   * becomes the leader once this one is gone, and the process's state (its
+   * shared FIFOs, what is outstanding), kept in the leader's task storage,
+   * would go with this task: copied to the exec'ing thread's storage now,
+   * before the swap, so that a signal sent during the exec finds it there.
+   * Without bpf_task_from_pid (before Linux 6.2) it is not copied, and the
+   * takes after such an exec count as unpaired. */
+  if (ps && p->pid == tgid && bpf_core_field_exists(p->signal->group_exec_task) &&
+      bpf_task_from_pid) {
+    struct task_struct* exec_task = BPF_CORE_READ(p, signal, group_exec_task);
+    int exec_tid = exec_task ? BPF_CORE_READ(exec_task, pid) : 0;
+    struct task_struct* heir = exec_tid && exec_tid != p->pid ? bpf_task_from_pid(exec_tid) : 0;
+    if (heir) {
+      if (!bpf_task_storage_get(&procs, heir, ps, BPF_LOCAL_STORAGE_GET_F_CREATE))
+        lose(DOORBELL_LOSS_STORAGE);
+      bpf_task_release(heir);
+    }
+  }
   /* The last thread out: live is decremented before this tracepoint. */
   bool group_dead = ps && ps->outstanding > 0 && BPF_CORE_READ(p, signal, live.counter) == 0;
   if (!private_mask && !group_dead) return 0;
@@ -1059,6 +1086,85 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* p) {
       u32 left = drop_fifo(&ps->shared[i].head, &ps->shared[i].tail, ps->shared[i].slot, 0, &ok, 0);
       if (left) count_discarded(tgid, sig, left);
     }
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ exec */
+
+struct linux_binprm;
+
+struct rekey {
+  struct overflow_key from;
+  u32 to_tid;
+  u32 first;
+};
+
+/* Moves one spilled instance of a FIFO to the FIFO's new key. */
+static long rekey_spilled(u64 i, void* context) {
+  struct rekey* r = context;
+  r->from.index = r->first + (u32)i;
+  struct instance* inst = bpf_map_lookup_elem(&overflow, &r->from);
+  if (!inst) return 0;
+  struct overflow_key to = r->from;
+  to.id = r->to_tid;
+  if (bpf_map_update_elem(&overflow, &to, inst, BPF_NOEXIST) != 0) lose(DOORBELL_LOSS_QUEUE_FULL);
+  bpf_map_delete_elem(&overflow, &r->from);
+  return 0;
+}
+
+/* Moves the current thread's FIFO of `sig` from its old tid to its new one.
+ * A global function: the verifier checks it once, not per signal. */
+__noinline int move_private_fifo(u32 old_pid, u32 tid, u32 sig) {
+  if (sig < 1 || sig > DOORBELL_MAX_SIGNAL) return 0;
+  struct task_struct* current = bpf_get_current_task_btf();
+  u32 tgid = current->tgid;
+  struct proc_state* ps = bpf_task_storage_get(&procs, current, 0, 0);
+  struct private_key from = {.tid = old_pid, .sig = sig};
+  struct private_queue* q = bpf_map_lookup_elem(&private_queues, &from);
+  if (!q) return 0;
+  struct private_key to = {.tid = tid, .sig = sig};
+  if (bpf_map_update_elem(&private_queues, &to, q, BPF_NOEXIST) != 0) {
+    /* No room (or a FIFO under the new tid already): what it held is
+     * counted as discarded, as at an exit, rather than paired wrong. */
+    struct overflow_key ok = {.id = old_pid, .sig = sig, .shared = 0};
+    u32 left = drop_fifo(&q->head, &q->tail, q->slot, PRIVATE_SLOTS - 1, &ok, 0);
+    if (left) {
+      count_discarded(tgid, sig, left);
+      if (ps) {
+        __sync_fetch_and_add(&ps->private_outstanding, -(s64)left);
+        __sync_fetch_and_add(&ps->outstanding, -(s64)left);
+      }
+    }
+    lose(DOORBELL_LOSS_QUEUE_FULL);
+  } else {
+    struct private_queue* moved = bpf_map_lookup_elem(&private_queues, &to);
+    u32 h = moved ? moved->head : 0, t = moved ? moved->tail : 0;
+    if (t != h) {
+      struct rekey r = {
+          .from = {.id = old_pid, .sig = sig, .shared = 0}, .to_tid = tid, .first = h};
+      bpf_loop(t - h, rekey_spilled, &r, 0);
+    }
+  }
+  bpf_map_delete_elem(&private_queues, &from);
+  return 0;
+}
+
+/* An exec from a thread that is not the leader: the thread now has the
+ * process's pid as its tid (old_pid was its own). Its pending signals stay
+ * with it, so its FIFOs, keyed by tid, move to the new tid (the process's
+ * state moved to it when the old leader exited: on_sched_process_exit). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_sched_process_exec, struct task_struct* p, int old_pid, struct linux_binprm* bprm) {
+  u32 tid = p->pid;
+  if ((u32)old_pid == tid) return 0;
+  if (only_tgid && p->tgid != only_tgid) return 0;
+  struct thread_state* ts = bpf_task_storage_get(&threads, p, 0, 0);
+  u64 mask = ts ? ts->private_queues : 0;
+  if (!mask) return 0;
+  for (int sig = 1; sig <= DOORBELL_MAX_SIGNAL; sig++) {
+    u32 i = (u32)(sig - 1) & (DOORBELL_MAX_SIGNAL - 1);
+    if (mask & (1ull << i)) move_private_fifo((u32)old_pid, tid, (u32)sig);
   }
   return 0;
 }
