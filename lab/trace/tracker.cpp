@@ -2,6 +2,8 @@
 
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -320,9 +322,27 @@ void Tracker::end_interval() {
   }
   tgid_cache_.clear();
   comm_cache_.clear();
+  // A thread gone at the last interval's end had all its events read by
+  // now; one gone since is kept one more interval, for events still unread.
+  for (auto it = learned_.begin(); it != learned_.end();) {
+    if (it->second.gone) {
+      it = learned_.erase(it);
+      continue;
+    }
+    it->second.gone = ::syscall(SYS_tgkill, it->second.tgid, it->first, 0) != 0 && errno == ESRCH;
+    ++it;
+  }
+}
+
+void Tracker::on_new_task(const NewTaskEvent& e) {
+  if (e.tid <= 0) return;
+  const pid_t tgid = e.thread ? tgid_of(e.creator_tid) : e.tid;
+  tgid_cache_.erase(e.tid);  // a reused id: what was cached was another task's
+  learned_[e.tid] = {tgid, false};
 }
 
 pid_t Tracker::tgid_of(pid_t tid) {
+  if (auto known = learned_.find(tid); known != learned_.end()) return known->second.tgid;
   auto it = tgid_cache_.find(tid);
   if (it != tgid_cache_.end()) return it->second;
   pid_t tgid = tid;

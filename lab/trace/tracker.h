@@ -13,8 +13,11 @@
 //    signals taken by a handler or a default action. Signals taken by
 //    sigwaitinfo(2) or a signalfd never pass there: they show as generated,
 //    not delivered.
-//  - Threads are mapped to their process through /proc/<tid>/status; a
-//    thread that has already exited counts as its own process.
+//  - Threads are mapped to their process by the task:task_newtask event of
+//    their creation where it was seen (on_new_task(): a clone with
+//    CLONE_THREAD joins its creator's process), else through
+//    /proc/<tid>/status; a thread gone before either counts as its own
+//    process.
 //  - The generate→deliver delay pairs each delivery with the oldest queued
 //    generate of the same signal to the same process (FIFO); deliveries with
 //    no queued generate seen (tracing started after the send) are counted as
@@ -51,6 +54,13 @@ struct GenerateEvent {
   int result = 0;
   std::string target_comm;  // the target thread's name, from the event
   bool group = true;        // process-directed (the shared queue); false: to target_tid only
+};
+
+// task:task_newtask, in the creating thread: `tid` is the new task.
+struct NewTaskEvent {
+  pid_t creator_tid = 0;
+  pid_t tid = 0;
+  bool thread = false;  // CLONE_THREAD: the new task joins the creator's process
 };
 
 struct DeliverEvent {
@@ -161,6 +171,12 @@ class Tracker {
 
   void on_generate(const GenerateEvent& e);
   void on_deliver(const DeliverEvent& e);
+  // A task was created: its process is known from now on, also after it has
+  // exited (thread-directed signals to short-lived threads are read after
+  // the threads are gone). Kept until an end_interval() after the one that
+  // found the thread gone, so bounded by the threads alive and those created
+  // in two intervals.
+  void on_new_task(const NewTaskEvent& e);
   // A backend that counts in the kernel hands over its running totals for
   // one stream instead of events: the interval is what they gained since the
   // last end_interval(). `totals.delay` may be left empty: it is rebuilt
@@ -183,9 +199,12 @@ class Tracker {
   // did; its streams retire at the next end_interval().
   void gone(pid_t tgid) { gone_.push_back(tgid); }
 
-  // The process of a thread (/proc/<tid>/status), cached; an exited thread
-  // is its own process, tid 0 (the kernel) is 0.
+  // The process of a thread: learned from on_new_task(), else
+  // /proc/<tid>/status (cached); a thread exited unseen is its own process,
+  // tid 0 (the kernel) is 0.
   pid_t tgid_of(pid_t tid);
+  // Threads whose process on_new_task() taught (the bound of that table).
+  size_t tasks_learned() const noexcept { return learned_.size(); }
   // The name of a process (/proc/<pid>/comm), cached: "kernel" for 0,
   // "exited" when it is gone.
   std::string comm_of(pid_t pid);
@@ -195,6 +214,11 @@ class Tracker {
   std::map<Key, Stream> streams_;
   std::vector<pid_t> gone_;
   std::unordered_map<pid_t, pid_t> tgid_cache_;
+  struct Learned {
+    pid_t tgid;
+    bool gone;  // found gone at the last end_interval(): dropped at the next
+  };
+  std::unordered_map<pid_t, Learned> learned_;
   std::unordered_map<pid_t, std::string> comm_cache_;
 };
 
