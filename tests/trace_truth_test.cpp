@@ -329,6 +329,14 @@ TEST(TraceTruth, SignalPendingAcrossExecIsOneStream) {
 // of its own (docs/trace.md, limits) and the take is unpaired: not asserted.
 TEST(TraceTruth, SignalsPendingAcrossExecFromASecondThread) {
   SKIP_UNLESS_ROOT();
+#if defined(__SANITIZE_THREAD__)
+  // TSan's runtime defers a handler to its next safe point and holds one
+  // pending instance per signal number meanwhile: the six queued SIGRTMIN+1
+  // ran the workload's handler once ("signal 35: taken 1 times, sent 6"), so
+  // its truth cannot be counted here. The kernel side is the same in every
+  // build; release and ASan+UBSan run it.
+  GTEST_SKIP() << "under TSan a handler's queued real-time instances run it once";
+#endif
   Traced t;
   ASSERT_NO_FATAL_FAILURE(run_shape("exec_pending_thread", 1, t));
   expect_truth(t, false);

@@ -122,6 +122,13 @@ extern "C" void stamp(int sig) {
   g_taken[sig].fetch_add(1, std::memory_order_relaxed);
 }
 
+// Waits (5 s at most) until `sig`'s handler has run `count` times: under
+// TSan a handler runs at the runtime's next safe point, not before
+// sigprocmask returns (exec_pending_thread exited 27 in the TSan build).
+void wait_taken(int sig, uint64_t count) {
+  for (int i = 0; i < 5000 && g_taken[sig].load() < count; ++i) ::usleep(1000);
+}
+
 void set_action(int sig, void (*handler)(int)) {
   struct sigaction sa {};
   sa.sa_handler = handler;
@@ -530,6 +537,7 @@ int exec_pending_after(uint64_t before, std::vector<Truth>& out) {
   if (!sigismember(&pending, SIGUSR1) || !sigismember(&blocked, SIGUSR1)) return 26;
   set_action(SIGUSR1, stamp);
   set_blocked(SIGUSR1, false);  // taken here, by the handler
+  wait_taken(SIGUSR1, 1);
   if (g_taken[SIGUSR1].load() != 1) return 27;
   out.push_back(Truth{SIGUSR1, 1, 1, 0, g_taken_at[SIGUSR1].load() - before});
   return 0;
@@ -548,7 +556,13 @@ int exec_pending_thread_after(uint64_t before, std::vector<Truth>& out) {
     const uint64_t count = sig == rt ? kExecQueued : 1;
     set_action(sig, stamp);
     set_blocked(sig, false);  // all of them taken before this returns
-    if (g_taken[sig].load() != count) return 27;
+    wait_taken(sig, count);
+    if (g_taken[sig].load() != count) {
+      std::fprintf(stderr, "signal %d: taken %llu times, sent %llu\n", sig,
+                   static_cast<unsigned long long>(g_taken[sig].load()),
+                   static_cast<unsigned long long>(count));
+      return 27;
+    }
     out.push_back(Truth{sig, count, count, 0, g_taken_at[sig].load() - before});
   }
   return 0;
