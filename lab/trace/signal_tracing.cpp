@@ -1,22 +1,10 @@
 #include "lab/trace/signal_tracing.h"
 
 #include <sched.h>
-#include <time.h>
 
-#include <chrono>
-#include <thread>
+#include "lab/common/time.h"
 
 namespace doorbell::lab::trace {
-
-namespace {
-
-uint64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
 
 SignalTracing::SignalTracing()
     : formats_(
@@ -73,7 +61,7 @@ uint64_t SignalTracing::drain(Tracker& tracker) {
   for (int pass = 0; pass < 3; ++pass) {
     if (pass > 0) {
       if (held_.empty()) break;
-      std::this_thread::sleep_for(std::chrono::nanoseconds(kSettleNs));
+      sleep_ns(kSettleNs);
     }
     const uint64_t cut = monotonic_ns() - kSettleNs;
     instance_.read(formats_, [&](const sys::tracefs::RawEvent& e) {

@@ -36,8 +36,6 @@ class SignalTracing {
   // order; returns how many signal events it read. Those of the last
   // kSettleNs may be held back until the next drain() (see drain()).
   uint64_t drain(Tracker& tracker);
-  // Events read and not yet fed (the bound: those of kSettleNs).
-  size_t held() const noexcept { return held_.size(); }
 
   static constexpr uint64_t kSettleNs = 1'000'000;
 

@@ -2,8 +2,6 @@
 
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +14,7 @@
 
 #include "lab/common/format.h"
 #include "sys/proc.h"
+#include "sys/tgkill.h"
 
 namespace doorbell::lab::trace {
 
@@ -329,7 +328,7 @@ void Tracker::end_interval() {
       it = learned_.erase(it);
       continue;
     }
-    it->second.gone = ::syscall(SYS_tgkill, it->second.tgid, it->first, 0) != 0 && errno == ESRCH;
+    it->second.gone = sys::tgkill(it->second.tgid, it->first, 0) == -ESRCH;
     ++it;
   }
 }
