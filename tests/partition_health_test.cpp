@@ -318,6 +318,21 @@ TEST(PartitionHealth, CommandPartition_ReportsThroughTheInheritedDescriptor) {
   EXPECT_EQ(r.health_events.front().action, HealthAction::log);
 }
 
+// A partition that shrinks its health block (a defect, or a hostile
+// program: it holds the descriptor) must not take the scheduler down with a
+// SIGBUS at its next read of the block: the block's size is sealed.
+TEST(PartitionHealth, APartitionCannotShrinkItsHealthBlockUnderTheScheduler) {
+  Schedule s = two_partitions();
+  s.partitions[0].entry = nullptr;
+  // It tries, then lives on (so the scheduler keeps reading its block).
+  s.partitions[0].command = {
+      "/bin/sh", "-c",
+      "truncate -s 0 /proc/self/fd/$DOORBELL_HEALTH_FD 2>/dev/null; exec sleep 100"};
+  const RunReport r = run_frames(s, 3);
+  EXPECT_EQ(r.frames, 3);
+  EXPECT_TRUE(r.exits.empty());
+}
+
 TEST(PartitionHealth, Validate_RefusesAHeartbeatLimitOutOfRange) {
   Schedule s = two_partitions();
   s.health.heartbeat_frames = -1;

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -160,6 +162,44 @@ TEST(PartitionPorts, SendMakesNoSystemCallWithoutAWaiter) {
   for (std::size_t k = 0; k < fault::kCalls; ++k) calls += fault::calls(fault::Call(k));
   fault::disarm();
   EXPECT_EQ(calls, 0u) << "send/receive without a waiter made system calls";
+}
+
+// The port memory's size is sealed: a partition that shrank it would make
+// every other partition's next access a SIGBUS. A seal that fails is an
+// error, and nothing is left open.
+TEST(PartitionPorts, ThePortMemoryIsSealedAndAFailedSealIsAnError) {
+  {
+    Memory m({queuing("cmd", "A.out", {"B.in"}, 16, 4)});
+    const int seals = ::fcntl(m.fd, F_GET_SEALS);
+    EXPECT_EQ(seals, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+    EXPECT_NE(::ftruncate(m.fd, 0), 0) << "the port memory could be shrunk";
+  }
+  namespace fault = doorbell::sys::fault;
+  const auto memfds_open = [] {
+    int n = 0;
+    for (int fd = 0; fd < 1024; ++fd) {
+      char link[64], target[256];
+      std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+      const ssize_t len = ::readlink(link, target, sizeof target - 1);
+      if (len > 0 && std::string(target, static_cast<std::size_t>(len)).find("doorbell-ports") !=
+                         std::string::npos)
+        ++n;
+    }
+    return n;
+  };
+  const int before = memfds_open();
+  fault::fail_nth_call(fault::Call::add_seals, 1, EBUSY);
+  int fd = -1;
+  try {
+    fd = dp::create_port_memory({queuing("cmd", "A.out", {"B.in"}, 16, 4)});
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), EBUSY) << e.what();
+    EXPECT_NE(std::string(e.what()).find("port memory"), std::string::npos) << e.what();
+  }
+  fault::disarm();
+  if (fd >= 0) ::close(fd);
+  EXPECT_LT(fd, 0) << "a port memory whose seal failed was handed out";
+  EXPECT_EQ(memfds_open(), before) << "a port memory was left open";
 }
 
 TEST(PartitionPorts, ReceiveWithATimeoutWakesOnASendFromAnotherProcess) {

@@ -272,8 +272,10 @@ int create_port_memory(const std::vector<ChannelSpec>& channels) {
   header->total_size = size;
   header->magic = kMagic;
   ::munmap(base, size);
-  // The size is fixed: nobody may shrink it under another's mapping.
-  ::fcntl(memory.fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  // The size is fixed: nobody may shrink it under another's mapping (a
+  // SIGBUS at their next access). Unsealed memory is not handed out.
+  if (sys::add_seals(memory.fd.get(), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    sys::throw_errno("fcntl(F_ADD_SEALS) (port memory)");
   return memory.fd.release();
 }
 

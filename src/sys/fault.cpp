@@ -354,6 +354,7 @@ const char* call_name(Call call) noexcept {
     DOORBELL_CALL_NAME(memfd_create)
     DOORBELL_CALL_NAME(ftruncate)
     DOORBELL_CALL_NAME(mmap)
+    DOORBELL_CALL_NAME(add_seals)
 #undef DOORBELL_CALL_NAME
     case Call::count_:
       break;
@@ -540,6 +541,12 @@ std::span<const int> manual_errnos(Call call) noexcept {
                                   ENFILE, ENODEV, ENOMEM, EOVERFLOW, EPERM};
       return e;
     }
+    case Call::add_seals: {
+      // fcntl(2): EBUSY (F_SEAL_WRITE over a writable mapping), EINVAL (no
+      // MFD_ALLOW_SEALING), EPERM (F_SEAL_SEAL set already).
+      static constexpr int e[] = {EBADF, EBUSY, EINVAL, EPERM};
+      return e;
+    }
     case Call::count_:
       break;
   }
@@ -689,6 +696,10 @@ bool kernel_can_return(Call call, int error) noexcept {
       // vm.max_map_count, RLIMIT_AS, overcommit: ENOMEM; a locked-memory
       // limit: EAGAIN.
       return error == ENOMEM || error == EAGAIN;
+    case Call::add_seals:
+      // A fresh memfd made with MFD_ALLOW_SEALING, unmapped, sealed once:
+      // none of its errors can happen.
+      return false;
     case Call::count_:
       break;
   }

@@ -111,7 +111,8 @@ enum class Call : uint8_t {
   memfd_create,
   ftruncate,
   mmap,
-  count_  // the number of kinds
+  add_seals,  // fcntl(F_ADD_SEALS)
+  count_      // the number of kinds
 };
 inline constexpr std::size_t kCalls = static_cast<std::size_t>(Call::count_);
 

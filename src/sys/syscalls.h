@@ -147,6 +147,12 @@ inline void* mmap(void* address, size_t length, int protection, int flags, int f
   return ::mmap(address, length, protection, flags, fd, offset);
 }
 
+// fcntl(fd, F_ADD_SEALS, seals).
+inline int add_seals(int fd, int seals, DOORBELL_WHERE) noexcept {
+  if (const int e = fault::injected(Call::add_seals, where)) return detail_seam::fail(e);
+  return ::fcntl(fd, F_ADD_SEALS, seals);
+}
+
 inline int dup2(int from, int to, DOORBELL_WHERE) noexcept {
   if (const int e = fault::injected(Call::dup, where)) return detail_seam::fail(e);
   return ::dup2(from, to);
