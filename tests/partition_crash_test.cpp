@@ -571,6 +571,54 @@ TEST(PartitionGuardian, MorePartitionsCgroupsOrDirectoriesThanItHolds_Refused) {
   ::close(pidfd);
 }
 
+// A partition the scheduler reaped (a restart's predecessor) is forgotten,
+// and its slot serves the next: the guardian kills what it holds when the
+// scheduler ends, and not what it was told to forget. Before, restarts past
+// 256 in one run were refused (PartitionHealth.RestartsPastTheGuardiansTable...).
+TEST(PartitionGuardian, AForgottenSlotServesTheNextPartition) {
+  Sandbox box;
+  auto child = [] {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      for (;;) ::pause();
+    }
+    return pid;
+  };
+  const pid_t forgotten = child(), next = child(), spared = child();
+  ASSERT_GT(forgotten, 0);
+  ASSERT_GT(next, 0);
+  ASSERT_GT(spared, 0);
+  auto open_pidfd = [](pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); };
+  const int forgotten_fd = open_pidfd(forgotten), next_fd = open_pidfd(next),
+            spared_fd = open_pidfd(spared);
+  ASSERT_GE(forgotten_fd, 0);
+  ASSERT_GE(next_fd, 0);
+  ASSERT_GE(spared_fd, 0);
+  auto guardian = detail::Guardian::start();
+  // The spared one fills slots 0..9 (SIGCONT only), the forgotten one takes
+  // slot 10, the spared one the rest.
+  for (int i = 0; i < 10; ++i) guardian.watch_partition(spared_fd, false);
+  const std::size_t slot = guardian.watch_partition(forgotten_fd, true);
+  EXPECT_EQ(slot, 10u);
+  while (true) {
+    try {
+      guardian.watch_partition(spared_fd, false);
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code().value(), ENOSPC);
+      break;
+    }
+  }
+  EXPECT_FALSE(guardian.forget_partition(kMaxPartitions)) << "a slot that does not exist";
+  EXPECT_TRUE(guardian.forget_partition(slot));
+  EXPECT_FALSE(guardian.forget_partition(slot)) << "forgotten twice";
+  EXPECT_EQ(guardian.watch_partition(next_fd, true), slot);
+  EXPECT_EQ(guardian.finish(), 0);
+  EXPECT_NE(Sandbox::wait_exit(next, 10s), -1) << "the partition in the reused slot was not killed";
+  EXPECT_TRUE(::kill(forgotten, 0) == 0) << "the guardian killed a partition it was told to forget";
+  EXPECT_TRUE(::kill(spared, 0) == 0) << "the guardian killed a partition it was to leave running";
+  for (int fd : {forgotten_fd, next_fd, spared_fd}) ::close(fd);
+}
+
 }  // namespace
 }  // namespace doorbell::partition
 

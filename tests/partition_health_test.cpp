@@ -318,6 +318,28 @@ TEST(PartitionHealth, CommandPartition_ReportsThroughTheInheritedDescriptor) {
   EXPECT_EQ(r.health_events.front().action, HealthAction::log);
 }
 
+// Restarts are not bounded by the guardian's table: it forgets each
+// reaped process (before, the 257th partition process of a run was refused,
+// "the guardian holds 256 partitions at most", and the partition stayed
+// stopped with a warning).
+TEST(PartitionHealth, RestartsPastTheGuardiansTableKeepRestarting) {
+  Truth* truth = shared_truth();
+  Schedule s = two_partitions();
+  s.major_frame_ns = 4'000'000;
+  s.windows[0] = {"a", 0, 2'000'000, 0};
+  s.windows[1] = {"b", 2'000'000, 2'000'000, 0};
+  s.partitions[0].entry = [truth]() -> int {
+    truth->incarnations.fetch_add(1);
+    return 0;
+  };
+  s.health[HealthError::process_died] = HealthAction::restart;
+  const int64_t frames = static_cast<int64_t>(kMaxPartitions) + 80;
+  const RunReport r = run_frames(s, frames);
+  for (const std::string& w : r.warnings) ADD_FAILURE() << w;
+  EXPECT_GT(r.restarts, kMaxPartitions) << "restarts in " << frames << " frames";
+  EXPECT_GT(truth->incarnations.load(), static_cast<int>(kMaxPartitions) + 1);
+}
+
 // A partition that shrinks its health block (a defect, or a hostile
 // program: it holds the descriptor) must not take the scheduler down with a
 // SIGBUS at its next read of the block: the block's size is sealed.

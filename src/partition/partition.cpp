@@ -146,6 +146,7 @@ struct Partition {
   std::size_t index = 0;
   pid_t pid = -1;
   sys::UniqueFd pidfd;
+  std::size_t guardian_slot = SIZE_MAX;  // SIZE_MAX: not handed to the guardian
   clockid_t cpu_clock = 0;
   bool alive = false;
   std::unique_ptr<CgroupFreezer> cgroup;
@@ -486,8 +487,8 @@ void Run::spawn(Partition& p) {
     give_up(e, "pidfd_open");
   }
   try {
-    guardian_.watch_partition(p.pidfd.get(), schedule_.on_scheduler_exit == OnSchedulerExit::kill,
-                              pid);
+    p.guardian_slot = guardian_.watch_partition(
+        p.pidfd.get(), schedule_.on_scheduler_exit == OnSchedulerExit::kill, pid);
   } catch (const std::system_error& e) {
     give_up(e, "handing it to the guardian");
   }
@@ -1231,6 +1232,10 @@ void Run::restart(Partition& p, int64_t first_frame) noexcept {
   p.seen_heartbeats = p.seen_deadlines = p.seen_errors = 0;
   p.silent_since_frame = first_frame;
   p.silence_reported = false;
+  // The predecessor is reaped: the guardian lets go of it, so that restarts
+  // are not bounded by its table (one that cannot be told keeps the slot).
+  if (p.guardian_slot != SIZE_MAX && guardian_.forget_partition(p.guardian_slot))
+    p.guardian_slot = SIZE_MAX;
   try {
     spawn(p);
     initial_suspend(p);

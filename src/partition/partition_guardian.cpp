@@ -27,7 +27,7 @@ namespace {
 
 // kFinish: the scheduler is done (finish()); clean up now, whoever else
 // still holds a copy of its end of the socket.
-enum : int { kPartition = 1, kCgroup = 2, kDirectory = 3, kFinish = 4 };
+enum : int { kPartition = 1, kCgroup = 2, kDirectory = 3, kFinish = 4, kForget = 5 };
 constexpr int kMaxPartitions = static_cast<int>(partition::kMaxPartitions);
 constexpr int kMaxCgroups = static_cast<int>(Guardian::kMaxCgroups);
 constexpr int kMaxDirectories = static_cast<int>(Guardian::kMaxDirectories);
@@ -37,17 +37,21 @@ enum : int { kCgroupV1 = 1, kCgroupKill = 2 };
 
 struct Message {
   int kind;
-  int flag;     // partition: kill on exit; cgroup: kCgroupV1 | kCgroupKill
+  int flag;     // partition: kill on exit; cgroup: kCgroupV1 | kCgroupKill; forget: the slot
   pid_t group;  // partition: its process group (0: none)
   char path[kPathMax];
 };
 
 // The guardian's whole state, static so that nothing is allocated after fork.
+// A partition's slot is the lowest free one (Guardian::watch_partition picks
+// the same): held[i] from its record until a kForget of i; pidfds[i] -1 when
+// its descriptor did not arrive.
 struct State {
+  bool held[kMaxPartitions];
   int pidfds[kMaxPartitions];
   pid_t groups[kMaxPartitions];
   bool kill[kMaxPartitions];
-  int partitions;
+  int partitions;  // slots in use or used: the high-water mark
   char cgroups[kMaxCgroups][kPathMax];
   bool v1[kMaxCgroups];
   bool kill_cgroup[kMaxCgroups];
@@ -209,15 +213,29 @@ int take_record(int socket_fd) noexcept {
     }
     return 1;
   }
+  if (message.kind == kForget) {
+    if (passed_fd >= 0) sys::close(passed_fd);
+    const int slot = message.flag;
+    if (slot >= 0 && slot < g_state.partitions && g_state.held[slot]) {
+      if (g_state.pidfds[slot] >= 0) sys::close(g_state.pidfds[slot]);
+      g_state.pidfds[slot] = -1;
+      g_state.held[slot] = false;
+    }
+    return 1;
+  }
   if (message.kind == kPartition) {
-    const int pidfd = passed_fd;
-    if (pidfd >= 0 && g_state.partitions < kMaxPartitions) {
-      g_state.pidfds[g_state.partitions] = pidfd;
-      g_state.groups[g_state.partitions] = message.group;
-      g_state.kill[g_state.partitions] = message.flag != 0;
-      ++g_state.partitions;
-    } else if (pidfd >= 0) {
-      sys::close(pidfd);
+    // The lowest free slot, as the scheduler counts them; taken even when
+    // the descriptor did not arrive, so that both keep the same numbers.
+    int slot = 0;
+    while (slot < g_state.partitions && g_state.held[slot]) ++slot;
+    if (slot < kMaxPartitions) {
+      g_state.held[slot] = true;
+      g_state.pidfds[slot] = passed_fd;
+      g_state.groups[slot] = message.group;
+      g_state.kill[slot] = message.flag != 0;
+      if (slot == g_state.partitions) ++g_state.partitions;
+    } else if (passed_fd >= 0) {
+      sys::close(passed_fd);
     }
   } else if (passed_fd >= 0) {
     sys::close(passed_fd);
@@ -299,6 +317,7 @@ int take_record(int socket_fd) noexcept {
   //    cannot have been recycled. SIGCONT first so that a stopped partition
   //    left running is really running; SIGKILL works on stopped tasks anyway.
   for (int i = 0; i < g_state.partitions; ++i) {
+    if (!g_state.held[i] || g_state.pidfds[i] < 0) continue;
     const bool exists = sys::pidfd_send_signal(g_state.pidfds[i], 0) == 0;
     if (exists && g_state.groups[i] > 0) sys::kill(-g_state.groups[i], SIGCONT);
     sys::pidfd_send_signal(g_state.pidfds[i], SIGCONT);
@@ -311,7 +330,8 @@ int take_record(int socket_fd) noexcept {
   //    ~200 ms for them, then (or at once, for partitions left running) move
   //    whatever is inside to the parent cgroup.
   bool any_left_running = false;
-  for (int i = 0; i < g_state.partitions; ++i) any_left_running |= !g_state.kill[i];
+  for (int i = 0; i < g_state.partitions; ++i)
+    any_left_running |= g_state.held[i] && !g_state.kill[i];
   for (int i = 0; i < g_state.cgroup_count; ++i) {
     for (int attempt = 0; attempt < 2000; ++attempt) {
       if (sys::rmdir(g_state.cgroups[i]) == 0 || errno == ENOENT || errno != EBUSY) break;
@@ -374,7 +394,7 @@ Guardian::Guardian(Guardian&& other) noexcept
     : socket_(std::move(other.socket_)),
       pidfd_(std::move(other.pidfd_)),
       pid_(std::exchange(other.pid_, -1)),
-      partitions_(std::exchange(other.partitions_, 0)),
+      held_(std::exchange(other.held_, {})),
       cgroups_(std::exchange(other.cgroups_, 0)),
       directories_(std::exchange(other.directories_, 0)) {}
 
@@ -384,7 +404,7 @@ Guardian& Guardian::operator=(Guardian&& other) noexcept {
     socket_ = std::move(other.socket_);
     pidfd_ = std::move(other.pidfd_);
     pid_ = std::exchange(other.pid_, -1);
-    partitions_ = std::exchange(other.partitions_, 0);
+    held_ = std::exchange(other.held_, {});
     cgroups_ = std::exchange(other.cgroups_, 0);
     directories_ = std::exchange(other.directories_, 0);
   }
@@ -419,8 +439,10 @@ void send_with_descriptor(int socket_fd, const Message& message, int fd, const c
 
 }  // namespace
 
-void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group) {
-  if (partitions_ >= partition::kMaxPartitions)
+std::size_t Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group) {
+  std::size_t slot = 0;
+  while (slot < partition::kMaxPartitions && held_[slot]) ++slot;
+  if (slot == partition::kMaxPartitions)
     throw std::system_error(ENOSPC, std::generic_category(),
                             "the partition guardian holds " +
                                 std::to_string(partition::kMaxPartitions) + " partitions at most");
@@ -429,7 +451,20 @@ void Guardian::watch_partition(int pidfd, bool kill_on_exit, pid_t process_group
   message.flag = kill_on_exit ? 1 : 0;
   message.group = process_group;
   send_with_descriptor(socket_.get(), message, pidfd, "hand a partition to the guardian");
-  ++partitions_;
+  held_[slot] = true;
+  return slot;
+}
+
+bool Guardian::forget_partition(std::size_t slot) noexcept {
+  if (slot >= partition::kMaxPartitions || !held_[slot]) return false;
+  Message message{};
+  message.kind = kForget;
+  message.flag = static_cast<int>(slot);
+  while (sys::send(socket_.get(), &message, sizeof message, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) return false;  // it keeps the slot: held, as it thinks
+  }
+  held_[slot] = false;
+  return true;
 }
 
 void Guardian::watch_cgroup(const std::string& path, bool v1, bool kill_on_exit) {

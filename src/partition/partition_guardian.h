@@ -36,6 +36,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstddef>
 #include <string>
 
@@ -70,11 +71,18 @@ class Guardian {
 
   // Hands a partition's pidfd to the guardian. kill_on_exit: SIGKILL it when
   // the scheduler ends; else SIGCONT only. process_group > 0: the same for
-  // that process group (the partition's own: its children). Throws
-  // std::system_error (ENOSPC beyond partition::kMaxPartitions: the
-  // guardian would not keep it). When it returns the guardian will see the
-  // record even if the scheduler dies at once (the socket queues it).
-  void watch_partition(int pidfd, bool kill_on_exit, pid_t process_group = 0);
+  // that process group (the partition's own: its children). Returns its
+  // slot, for forget_partition(). Throws std::system_error (ENOSPC with
+  // partition::kMaxPartitions slots held: the guardian would not keep it).
+  // When it returns the guardian will see the record even if the scheduler
+  // dies at once (the socket queues it).
+  std::size_t watch_partition(int pidfd, bool kill_on_exit, pid_t process_group = 0);
+  // Tells the guardian to let go of a partition process the scheduler has
+  // reaped (a restart's predecessor): its slot is free again, so that
+  // restarts are not bounded by the table. False (the slot stays held) when
+  // the record could not be sent. Only for a reaped process: the guardian
+  // would no longer kill it, nor its group.
+  bool forget_partition(std::size_t slot) noexcept;
   // Hands a cgroup directory (freezer v1 when v1) to the guardian.
   // kill_on_exit: kill every process inside when the scheduler ends. Throws
   // std::system_error (ENOSPC beyond kMaxCgroups, ENAMETOOLONG).
@@ -95,8 +103,9 @@ class Guardian {
   sys::UniqueFd pidfd_;
   pid_t pid_ = -1;
   // Records handed over: the guardian keeps them in that order, up to its
-  // limits, so counting here says exactly what it holds.
-  std::size_t partitions_ = 0;
+  // limits, and takes the lowest free partition slot as this side does, so
+  // what is counted here is exactly what it holds.
+  std::array<bool, partition::kMaxPartitions> held_{};  // partition slots in use
   std::size_t cgroups_ = 0;
   std::size_t directories_ = 0;
 };
