@@ -741,6 +741,10 @@ TEST(BpfCli, JsonNamesTheBackendAndCountsEveryKindExactly) {
   EXPECT_EQ(summary["backend"], "bpf");
   EXPECT_EQ(summary["end"], "target exited");
   EXPECT_EQ(summary["lost_events"], 0);
+  // Every bpf counter of what the tracer could not keep is in the summary,
+  // 0 here (docs/trace.md, the table of bounds).
+  for (const char* counter : {"slow_dropped", "unlogged_state_changes", "unremembered_signals"})
+    EXPECT_EQ(summary.value(counter, nlohmann::json(-1)), 0) << counter << ": " << summary.dump();
   for (const Expected& e : expected_signals()) {
     SCOPED_TRACE(trace::signal_name(e.sig) + ", " + e.what);
     const nlohmann::json* row = nullptr;

@@ -193,7 +193,8 @@ std::string lost_text(long long lost) {
 
 // One line when delays were not measured or slow lines dropped (never
 // silent); empty otherwise.
-std::string unmeasured_text(const trace::Tracker& tracker, long long slow_dropped) {
+std::string unmeasured_text(const trace::Tracker& tracker, long long slow_dropped,
+                            long long unremembered) {
   uint64_t unmeasured = 0;
   for (const auto& [key, s] : tracker.streams()) unmeasured += s.total.unmeasured();
   std::string text;
@@ -204,6 +205,11 @@ std::string unmeasured_text(const trace::Tracker& tracker, long long slow_droppe
         unmeasured);
   if (slow_dropped)
     text += fmt::format("{} slow-delivery lines dropped: the ring buffer was full\n", slow_dropped);
+  if (unremembered)
+    text += fmt::format(
+        "{} queued signals not remembered: no per-process state could be made for them (BPF task "
+        "storage); their takes count as unpaired\n",
+        unremembered);
   return text;
 }
 
@@ -316,6 +322,7 @@ int run_trace(TraceArgs args) {
       summary["slow_deliveries"] = slow_total;
       summary["slow_dropped"] = backend->slow_dropped();
       summary["unlogged_state_changes"] = backend->unlogged_state_changes();
+      summary["unremembered_signals"] = backend->unremembered_signals();
     }
     std::cout << summary.dump(-1, ' ', false, kUtf8Replace) << std::endl;
   } else {
@@ -325,7 +332,7 @@ int run_trace(TraceArgs args) {
                                    total_s, end_reason, backend_name, lost_text(lost)));
     trace::print_causes(std::cout, tracker, args.top, total_s, true, causes);
     trace::print_histograms(std::cout, tracker, std::min(args.top, 5), total_s, true);
-    std::cout << unmeasured_text(tracker, backend->slow_dropped());
+    std::cout << unmeasured_text(tracker, backend->slow_dropped(), backend->unremembered_signals());
     if (causes)
       std::cout << fmt::format("{} deliveries took {} us or more (shown as they came)\n",
                                slow_total, args.slow_us);

@@ -112,6 +112,9 @@ class Backend {
   // bpf: state changes its cause log missed (no per-thread state could be
   // made): a delay's split may be off by them, no count is.
   virtual long long unlogged_state_changes() const { return 0; }
+  // bpf: queued signals not remembered because no per-process state (task
+  // storage) could be made for them: their takes count as unpaired.
+  virtual long long unremembered_signals() const { return 0; }
 };
 
 // Opens one backend; throws BackendUnavailable.

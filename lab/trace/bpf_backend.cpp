@@ -159,6 +159,10 @@ class BpfBackend final : public Backend {
     return static_cast<long long>(programs_.losses()[DOORBELL_LOSS_STATE_LOG]);
   }
 
+  long long unremembered_signals() const override {
+    return static_cast<long long>(programs_.losses()[DOORBELL_LOSS_STORAGE]);
+  }
+
  private:
   bpf::SignalPrograms programs_;
   std::set<pid_t> seen_;
