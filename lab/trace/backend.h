@@ -42,6 +42,9 @@ struct BackendOptions {
   // bpf: watch system-call exits through tp_btf/sys_exit even where the
   // per-call tracepoints are available (lab/trace/bpf/signal_programs.h).
   bool every_syscall = false;
+  // bpf, tests only: behave as on a kernel without the bpf_task_from_pid
+  // kfunc (before Linux 6.2), so that the fallback runs here too.
+  bool without_task_from_pid = false;
 };
 
 // How a signal was taken.

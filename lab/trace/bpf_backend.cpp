@@ -94,8 +94,8 @@ SlowDelivery slow_of(const doorbell_slow& r) {
 class BpfBackend final : public Backend {
  public:
   explicit BpfBackend(const BackendOptions& options)
-      : programs_(
-            bpf::SignalPrograms::Options{options.only, options.slow_ns, options.every_syscall}) {}
+      : programs_(bpf::SignalPrograms::Options{options.only, options.slow_ns, options.every_syscall,
+                                               options.without_task_from_pid}) {}
 
   BackendKind kind() const noexcept override { return BackendKind::bpf; }
   std::string source() const override {

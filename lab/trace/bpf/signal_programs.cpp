@@ -93,6 +93,7 @@ bool SignalPrograms::load(const Options& options, const SyscallEvents& ids, std:
     throw BpfUnavailable(load_failure("opening the embedded BPF programs", errno, messages));
   skeleton_->rodata->only_tgid = static_cast<__u32>(options.only_tgid);
   skeleton_->rodata->slow_ns = options.slow_ns;
+  skeleton_->rodata->without_task_from_pid = options.without_task_from_pid;
   const int cpus = libbpf_num_possible_cpus();
   if (cpus > 0) bpf_map__set_max_entries(skeleton_->maps.cpu_current, static_cast<__u32>(cpus));
   skeleton_->rodata->nr_read = SYS_read;

@@ -57,6 +57,8 @@ class SignalPrograms {
     // Watch the system-call exits through tp_btf/sys_exit even where the
     // per-call tracepoints are available (the tests load both routes).
     bool every_syscall = false;
+    // Tests only: as on a kernel without bpf_task_from_pid (before 6.2).
+    bool without_task_from_pid = false;
   };
 
   // Loads and attaches every program. Throws BpfUnavailable.

@@ -87,6 +87,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * the skeleton names them, and C++ knows them from <linux/types.h>. */
 const volatile __u32 only_tgid = 0; /* 0: every process */
 const volatile __u64 slow_ns = 1000000;
+/* Tests only: behave as on a kernel without the bpf_task_from_pid kfunc
+ * (before Linux 6.2), which this one has (BackendOptions). */
+const volatile bool without_task_from_pid = false;
 const volatile __s32 nr_read = -1; /* the system call numbers of this architecture */
 const volatile __s32 nr_rt_sigtimedwait = -1;
 const volatile __s32 nr_rt_sigaction = -1;
@@ -722,6 +725,17 @@ __noinline int take_signal(u32 sig, u32 how, u32 kernel_kill) {
       if (lost && __sync_val_compare_and_swap(&ps->private_lost[i], lost, lost - 1) == lost)
         got = POP_LOST;
     }
+  } else {
+    /* No state for the process: on a kernel without bpf_task_from_pid an
+     * exec from a second thread leaves it with the old leader. The thread's
+     * own FIFO, keyed by its tid, is still there: taken from, so that its
+     * instances are paired, not left to be counted as discarded at its exit. */
+    struct private_key pk = {.tid = tid, .sig = sig};
+    struct private_queue* q = bpf_map_lookup_elem(&private_queues, &pk);
+    if (q) {
+      struct overflow_key ok = {.id = tid, .sig = sig, .shared = 0};
+      got = pop(&q->head, &q->tail, q->slot, PRIVATE_SLOTS - 1, &ok, &inst);
+    }
   }
   if (kernel_kill && got != POP_PAIRED) return 0;
   struct doorbell_stats* s = stats_of(tgid, sig, leader);
@@ -753,7 +767,7 @@ __noinline int take_signal(u32 sig, u32 how, u32 kernel_kill) {
   if ((inst.flags & INSTANCE_BLOCKED) && how != DOORBELL_TAKE_SIGNALFD) {
     dominant = DOORBELL_CAUSE_BLOCKED;
     sp.ns[DOORBELL_CAUSE_BLOCKED] = delay;
-  } else if (ps->epoch == inst.epoch) {
+  } else if (ps && ps->epoch == inst.epoch) {
     /* No thread of the process changed state since the generate: the taker
      * ran all along. */
     sp.ns[DOORBELL_CAUSE_ON_CPU] = delay;
@@ -1050,7 +1064,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* p) {
    * Without bpf_task_from_pid (before Linux 6.2) it is not copied, and the
    * takes after such an exec count as unpaired. */
   if (ps && p->pid == tgid && bpf_core_field_exists(p->signal->group_exec_task) &&
-      bpf_task_from_pid) {
+      bpf_task_from_pid && !without_task_from_pid) {
     struct task_struct* exec_task = BPF_CORE_READ(p, signal, group_exec_task);
     int exec_tid = exec_task ? BPF_CORE_READ(exec_task, pid) : 0;
     struct task_struct* heir = exec_tid && exec_tid != p->pid ? bpf_task_from_pid(exec_tid) : 0;
