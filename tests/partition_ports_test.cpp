@@ -5,6 +5,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,6 +202,89 @@ TEST(PartitionPorts, ThePortMemoryIsSealedAndAFailedSealIsAnError) {
   if (fd >= 0) ::close(fd);
   EXPECT_LT(fd, 0) << "a port memory whose seal failed was handed out";
   EXPECT_EQ(memfds_open(), before) << "a port memory was left open";
+}
+
+// Every partition maps the whole port memory writable, the table of ports
+// included: a partition (a defect, a stray write) can corrupt another's entry
+// before that one opens its port. An open then refuses the entry
+// (std::invalid_argument); it never hands out a port whose operations would
+// reach outside the memory or divide by a zero depth. A generated battery:
+// each field of each kind's entries, at each end, set to values out of
+// bounds. (The layout below is the one partition_ports.cpp writes.)
+struct EntryLayout {
+  char partition[72];
+  char port[72];
+  uint8_t kind, source;
+  uint16_t reserved0;
+  uint32_t message_size, depth, rings;
+  int64_t refresh_ns;
+  uint64_t offset, ring_stride;
+};
+static_assert(sizeof(EntryLayout) == 184);
+
+TEST(PartitionPorts, ACorruptedPortTableIsRefusedAtOpen) {
+  Memory m({sampling("tm", "A.tm", {"B.tm", "C.tm"}, 64, 1'000'000),
+            queuing("cmd", "A.out", {"B.in", "C.in"}, 32, 8)});
+  struct stat st {};
+  ASSERT_EQ(::fstat(m.fd, &st), 0);
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* entries = reinterpret_cast<EntryLayout*>(static_cast<unsigned char*>(map) + 64);
+  const uint32_t ports = *reinterpret_cast<uint32_t*>(static_cast<unsigned char*>(map) + 12);
+  ASSERT_EQ(ports, 6u);
+  const uint64_t huge = uint64_t(1) << 62;
+  struct Field {
+    const char* name;
+    std::vector<uint64_t> bad;
+    void (*set)(EntryLayout&, uint64_t);
+  };
+  const std::vector<Field> fields = {
+      {"message_size",
+       {0, dp::kMaxMessageSize + 1ull, 0xffffffffull},
+       [](EntryLayout& e, uint64_t v) { e.message_size = uint32_t(v); }},
+      {"depth",
+       {0, dp::kMaxQueueDepth + 1ull, 0xffffffffull},
+       [](EntryLayout& e, uint64_t v) { e.depth = uint32_t(v); }},
+      {"rings",
+       {0, dp::kMaxDestinations + 1ull, 0xffffffffull},
+       [](EntryLayout& e, uint64_t v) { e.rings = uint32_t(v); }},
+      {"offset", {0, size - 8, size, huge}, [](EntryLayout& e, uint64_t v) { e.offset = v; }},
+      {"ring_stride", {0, 8, huge}, [](EntryLayout& e, uint64_t v) { e.ring_stride = v; }},
+  };
+  int cases = 0;
+  for (uint32_t i = 0; i < ports; ++i) {
+    const EntryLayout original = entries[i];
+    const std::string partition(original.partition), port(original.port);
+    const bool is_sampling = original.kind == static_cast<uint8_t>(dp::PortKind::sampling);
+    for (const Field& f : fields) {
+      // A sampling entry has no depth, rings nor stride to misuse.
+      if (is_sampling && (std::string(f.name) == "depth" || std::string(f.name) == "rings" ||
+                          std::string(f.name) == "ring_stride"))
+        continue;
+      // A source with one destination (none here) would use no stride.
+      for (const uint64_t v : f.bad) {
+        SCOPED_TRACE(partition + "." + port + " " + f.name + " = " + std::to_string(v));
+        entries[i] = original;
+        f.set(entries[i], v);
+        dp::Ports ports_of(m.fd, partition);
+        if (is_sampling)
+          EXPECT_THROW(ports_of.sampling(port), std::invalid_argument);
+        else
+          EXPECT_THROW(ports_of.queuing(port), std::invalid_argument);
+        ++cases;
+      }
+    }
+    entries[i] = original;
+    // Whole again: it opens.
+    dp::Ports ports_of(m.fd, partition);
+    if (is_sampling)
+      EXPECT_NO_THROW(ports_of.sampling(port));
+    else
+      EXPECT_NO_THROW(ports_of.queuing(port));
+  }
+  EXPECT_GT(cases, 50);
+  ::munmap(map, size);
 }
 
 TEST(PartitionPorts, ReceiveWithATimeoutWakesOnASendFromAnotherProcess) {

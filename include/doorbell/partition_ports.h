@@ -168,7 +168,10 @@ class Ports {
 
   const std::string& partition() const noexcept { return partition_; }
   // The port PORT of this partition ("PARTITION.PORT" in the schedule).
-  // Throws std::invalid_argument when it has no such port of that kind.
+  // Throws std::invalid_argument when it has no such port of that kind, or
+  // when its entry in the table is not one the scheduler could have written
+  // (every partition maps the table writable: a stray write in one must not
+  // make another's port reach outside the memory).
   SamplingPort sampling(std::string_view port) const;
   QueuingPort queuing(std::string_view port) const;
 
@@ -176,6 +179,7 @@ class Ports {
   std::string partition_;
   void* base_ = nullptr;
   std::size_t size_ = 0;
+  uint32_t ports_ = 0;  // entries in the table, as checked when mapped
 };
 
 namespace testing {

@@ -297,6 +297,7 @@ Ports::Ports(int fd, std::string partition) : partition_(std::move(partition)) {
     base_ = nullptr;
     throw std::invalid_argument("descriptor " + std::to_string(fd) + " holds no port memory");
   }
+  ports_ = header->ports;  // read once: a later write to the header changes nothing here
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
@@ -325,18 +326,23 @@ Ports::~Ports() {
 }
 
 Ports::Ports(Ports&& other) noexcept
-    : partition_(std::move(other.partition_)), base_(other.base_), size_(other.size_) {
+    : partition_(std::move(other.partition_)),
+      base_(other.base_),
+      size_(other.size_),
+      ports_(other.ports_) {
   other.base_ = nullptr;
 }
 
 namespace {
-const PortEntry* find_port(void* base, const std::string& partition, std::string_view port,
-                           PortKind kind) {
-  const auto* header = static_cast<const Header*>(base);
+// The port's entry, copied out of the shared table (another partition may
+// write the table while it is read: the copy is what is checked and used).
+PortEntry find_port(void* base, uint32_t ports, const std::string& partition, std::string_view port,
+                    PortKind kind) {
   const auto* entries =
       reinterpret_cast<const PortEntry*>(static_cast<const unsigned char*>(base) + sizeof(Header));
-  for (uint32_t i = 0; i < header->ports; ++i) {
-    const PortEntry& e = entries[i];
+  for (uint32_t i = 0; i < ports; ++i) {
+    PortEntry e;
+    std::memcpy(&e, &entries[i], sizeof e);
     if (partition != std::string_view(e.partition, strnlen(e.partition, kNameBytes)) ||
         port != std::string_view(e.port, strnlen(e.port, kNameBytes)))
       continue;
@@ -344,33 +350,61 @@ const PortEntry* find_port(void* base, const std::string& partition, std::string
       throw std::invalid_argument("port '" + partition + "." + std::string(port) + "' is a " +
                                   (e.kind == uint8_t(PortKind::sampling) ? "sampling" : "queuing") +
                                   " port");
-    return &e;
+    return e;
   }
   throw std::invalid_argument("partition '" + partition + "' has no port '" + std::string(port) +
                               "'");
 }
 }  // namespace
 
+// Whether [offset, offset + bytes) lies in the channels' part of a memory of
+// `size` bytes after a table of `ports` entries, 64-byte aligned (the words
+// in it are atomics).
+bool in_channels(uint64_t offset, uint64_t bytes, uint32_t ports, std::size_t size) {
+  const uint64_t table = sizeof(Header) + uint64_t(ports) * sizeof(PortEntry);
+  return offset % 64 == 0 && offset >= table && offset <= size && bytes <= size - offset;
+}
+
+[[noreturn]] void corrupted(const std::string& partition, std::string_view port, const char* why) {
+  throw std::invalid_argument("port '" + partition + "." + std::string(port) +
+                              "': its entry in the port table is corrupted (" + why +
+                              "): another partition wrote over it?");
+}
+
 SamplingPort Ports::sampling(std::string_view port) const {
-  const PortEntry* e = find_port(base_, partition_, port, PortKind::sampling);
+  const PortEntry e = find_port(base_, ports_, partition_, port, PortKind::sampling);
+  if (e.message_size == 0 || e.message_size > kMaxMessageSize)
+    corrupted(partition_, port, "message size");
+  if (!in_channels(e.offset, sampling_size(e.message_size), ports_, size_))
+    corrupted(partition_, port, "offset");
   SamplingPort p;
   p.name_ = std::string(port);
-  p.source_ = e->source != 0;
-  p.message_size_ = e->message_size;
-  p.refresh_ns_ = e->refresh_ns;
-  p.channel_ = static_cast<unsigned char*>(base_) + e->offset;
+  p.source_ = e.source != 0;
+  p.message_size_ = e.message_size;
+  p.refresh_ns_ = e.refresh_ns;
+  p.channel_ = static_cast<unsigned char*>(base_) + e.offset;
   return p;
 }
 
 QueuingPort Ports::queuing(std::string_view port) const {
-  const PortEntry* e = find_port(base_, partition_, port, PortKind::queuing);
+  const PortEntry e = find_port(base_, ports_, partition_, port, PortKind::queuing);
+  if (e.message_size == 0 || e.message_size > kMaxMessageSize)
+    corrupted(partition_, port, "message size");
+  if (e.depth == 0 || e.depth > kMaxQueueDepth) corrupted(partition_, port, "depth");
+  if (e.rings == 0 || e.rings > kMaxDestinations || (e.source == 0 && e.rings != 1))
+    corrupted(partition_, port, "rings");
+  if (e.ring_stride != ring_size(e.message_size, e.depth))
+    corrupted(partition_, port, "ring stride");
+  // rings <= 64 and a stride of at most ~4 GiB: no overflow.
+  if (!in_channels(e.offset, uint64_t(e.rings) * e.ring_stride, ports_, size_))
+    corrupted(partition_, port, "offset");
   QueuingPort p;
   p.name_ = std::string(port);
-  p.source_ = e->source != 0;
-  p.message_size_ = e->message_size;
-  p.depth_ = e->depth;
-  for (uint32_t i = 0; i < e->rings; ++i)
-    p.rings_.push_back(static_cast<unsigned char*>(base_) + e->offset + i * e->ring_stride);
+  p.source_ = e.source != 0;
+  p.message_size_ = e.message_size;
+  p.depth_ = e.depth;
+  for (uint32_t i = 0; i < e.rings; ++i)
+    p.rings_.push_back(static_cast<unsigned char*>(base_) + e.offset + i * e.ring_stride);
   return p;
 }
 
