@@ -383,9 +383,11 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
   const pid_t self = ::getpid();
 
   ctx.phase("starting the target process");
+  std::unique_lock quiet = e2e::quiesce_tracing_for_fork();
   guard.target = ::fork();
   if (guard.target < 0) sys::throw_errno("fork target");
   if (guard.target == 0) target_main(sh, self, threads, main_state);
+  quiet.unlock();
   const uint64_t ready_by = monotonic_ns() + 10'000'000'000ull;
   while (__atomic_load_n(&sh->target_ready, __ATOMIC_ACQUIRE) == 0) {
     const uint64_t now = monotonic_ns();
@@ -414,9 +416,11 @@ void run_e2e(Context& ctx, Policy policy, int threads, MainState main_state) {
   // and would otherwise eat most of a short budget.
   sh->window_ns = static_cast<uint64_t>(ctx.budget_s() * 1e9);
   sh->handle_wait_ns = ctx.quick() ? kQuickHandleWaitNs : kHandleWaitNs;
+  quiet.lock();
   guard.sender = ::fork();
   if (guard.sender < 0) sys::throw_errno("fork sender");
   if (guard.sender == 0) sender_main(sh, self, guard.target);
+  quiet.unlock();
   // Raise the sender from here too: as a fresh SCHED_OTHER child it could
   // wait long for its first time slice on a loaded machine. (It also tries
   // itself; either may be refused without root.)

@@ -374,6 +374,14 @@ Source* Session::open(TraceSource which, std::string& why_not) {
   return s.source.get();
 }
 
+}  // namespace
+
+std::unique_lock<std::mutex> quiesce_tracing_for_fork() {
+  return std::unique_lock<std::mutex>(session().mutex);
+}
+
+namespace {
+
 enum class Choice { automatic, tracefs, bpf };
 
 Choice read_choice() {

@@ -44,6 +44,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,14 @@ struct TraceEvent {
 };
 
 enum class TraceSource : uint8_t { tracefs, bpf };
+
+// Held across a fork() of the e2e rows' target and sender: the trace
+// session's one thread (it turns idle sources off) waits meanwhile, so that
+// it holds no allocator lock at the fork. The children allocate (threads, the
+// sender's /proc listings), and the ASan runtime of g++ 12 does not lock its
+// allocator around fork(): a child forked while that thread allocated could
+// hang in its first malloc. Not held while starting or stopping a trace.
+std::unique_lock<std::mutex> quiesce_tracing_for_fork();
 
 class SignalTrace {
  public:
