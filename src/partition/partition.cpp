@@ -1084,16 +1084,11 @@ void Run::create_health_block(Partition& p) {
   if (p.block != nullptr) return;
   // No name in any file system: the block goes with its last descriptor
   // and mapping, whichever way the scheduler and the partition end.
-  sys::SharedMemory memory =
-      sys::create_shared_memory("doorbell-health", detail::kHealthBlockBytes,
-                                MFD_CLOEXEC | MFD_ALLOW_SEALING, "health block of " + p.spec->name);
   // The partition holds the descriptor: sealed, it cannot shrink the block
   // under the scheduler's mapping (a SIGBUS at the scheduler's next read).
-  if (sys::add_seals(memory.fd.get(), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-    const int error = errno;
-    ::munmap(memory.base, memory.size);
-    sys::throw_errno(error, "fcntl(F_ADD_SEALS) (health block of " + p.spec->name + ")");
-  }
+  sys::SharedMemory memory = sys::create_shared_memory(
+      "doorbell-health", detail::kHealthBlockBytes, MFD_CLOEXEC, "health block of " + p.spec->name,
+      F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
   p.health_fd = std::move(memory.fd);
   void* map = memory.base;
   p.block = new (map) detail::HealthBlock();

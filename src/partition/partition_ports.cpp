@@ -234,7 +234,8 @@ uint64_t port_memory_size(const std::vector<ChannelSpec>& channels) {
 int create_port_memory(const std::vector<ChannelSpec>& channels) {
   const uint64_t size = port_memory_size(channels);
   sys::SharedMemory memory = sys::create_shared_memory(
-      "doorbell-ports", size, MFD_CLOEXEC | MFD_ALLOW_SEALING, "port memory");
+      "doorbell-ports", size, MFD_CLOEXEC, "port memory",
+      F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);  // nobody may shrink it under another
   void* base = memory.base;
   auto* bytes = static_cast<unsigned char*>(base);
   auto* header = reinterpret_cast<Header*>(bytes);
@@ -272,10 +273,6 @@ int create_port_memory(const std::vector<ChannelSpec>& channels) {
   header->total_size = size;
   header->magic = kMagic;
   ::munmap(base, size);
-  // The size is fixed: nobody may shrink it under another's mapping (a
-  // SIGBUS at their next access). Unsealed memory is not handed out.
-  if (sys::add_seals(memory.fd.get(), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
-    sys::throw_errno("fcntl(F_ADD_SEALS) (port memory)");
   return memory.fd.release();
 }
 

@@ -20,10 +20,13 @@ struct SharedMemory {
 };
 
 // `size` bytes of memory named `name` (shown in /proc/PID/fd as
-// /memfd:NAME), memfd flags `memfd_flags` (MFD_CLOEXEC, MFD_ALLOW_SEALING).
-// Throws std::system_error "CALL (WHAT)" with the call's errno; nothing is
-// left open or mapped then.
+// /memfd:NAME), memfd flags `memfd_flags` (MFD_CLOEXEC). `seals` other than
+// 0 (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL) are added before the mapping
+// (MFD_ALLOW_SEALING is then implied): a holder of the descriptor cannot
+// shrink the memory under another's mapping (a SIGBUS there). Throws
+// std::system_error "CALL (WHAT)" with the call's errno; nothing is left open
+// or mapped then.
 SharedMemory create_shared_memory(const char* name, std::size_t size, unsigned memfd_flags,
-                                  std::string_view what);
+                                  std::string_view what, int seals = 0);
 
 }  // namespace doorbell::sys
