@@ -397,6 +397,95 @@ TEST(BpfCounts, ExactOnTheEverySystemCallRouteToo) {
   run_exact_counts(true);
 }
 
+// A child that sends itself `count` SIGUSR1 (handled), then, when `hold` is
+// a pipe's read end, stays until that pipe closes (`hold_writer`, its write
+// end, is closed in the child). Exit 0 when every one was handled.
+pid_t self_signaller_on(pid_t wanted, int count, int hold, int hold_writer = -1) {
+  if (wanted > 0) {
+    // The next PID is last + 1 (the whole system's: the BPF programs see
+    // global ids); another fork on the machine may take it first.
+    const int fd = ::open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+    const std::string last = std::to_string(wanted - 1);
+    const bool set =
+        fd >= 0 && ::write(fd, last.data(), last.size()) == static_cast<ssize_t>(last.size());
+    if (fd >= 0) ::close(fd);
+    if (!set) return -1;
+  }
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  if (hold_writer >= 0) ::close(hold_writer);
+  std::atomic<int> handled{0};
+  g_handled = &handled;
+  handle(SIGUSR1);
+  for (int i = 0; i < count; ++i) ::kill(::getpid(), SIGUSR1);
+  if (hold >= 0) {
+    char c;
+    while (::read(hold, &c, 1) < 0 && errno == EINTR) {
+    }
+  }
+  ::_exit(handled.load() == count ? 0 : 1);
+}
+
+// Recycled PIDs: the BPF counters were keyed by (process id, signal) alone,
+// so a process that got the PID of one that had exited since the last read
+// added to the dead one's counters (its totals, its name), and were deleted
+// with them when the PID was found gone. Deterministic: A sends itself 3
+// SIGUSR1 and exits, B is forked on A's PID (ns_last_pid), sends itself 5 and
+// stays; then the tracer reads.
+TEST(BpfCounts, AProcessOnARecycledPidIsCountedApartFromTheOneBefore) {
+  SKIP_UNLESS_ROOT();
+  std::unique_ptr<trace::Backend> bpf;
+  try {
+    bpf = trace::open_backend(trace::BackendKind::bpf, trace::BackendOptions{});
+  } catch (const trace::BackendUnavailable& e) {
+    FAIL() << "the BPF backend does not load here: " << e.what();
+  }
+  trace::Tracker tracker(0);
+  pid_t a = -1;
+  std::unique_ptr<Child> b;
+  Pipe hold;
+  ASSERT_GE(hold.read_end, 0);
+  for (int attempt = 0; attempt < 50 && !b; ++attempt) {
+    Child first(self_signaller_on(0, 3, -1));
+    ASSERT_GT(first.pid(), 0);
+    a = first.pid();
+    ASSERT_EQ(first.wait(30), 0) << "A did not handle its 3 signals";
+    const pid_t again = self_signaller_on(a, 5, hold.read_end, hold.write_end);
+    if (again == a) {
+      b = std::make_unique<Child>(again);
+    } else if (again > 0) {
+      Child other(again);  // another process took the PID first: killed, again
+    } else {
+      GTEST_SKIP() << "cannot set /proc/sys/kernel/ns_last_pid";
+    }
+  }
+  if (!b) GTEST_SKIP() << "PID " << a << " was taken by another process 50 times";
+  // B's signals are handled before it reads the pipe; it is alive until the
+  // write end closes. Poll until its 5 were generated (or 10 s).
+  const trace::Key key{a, SIGUSR1};
+  const uint64_t deadline = now_ns() + 10'000'000'000ull;
+  bool settled = false;
+  while (!settled && now_ns() < deadline) {
+    bpf->collect(tracker, nullptr);
+    tracker.end_interval();
+    const auto it = tracker.streams().find(key);
+    settled = it != tracker.streams().end() && it->second.total.generated >= 5 &&
+              it->second.total.delivered >= 5;
+    if (!settled) sleep_ms(20);
+  }
+  const auto it = tracker.streams().find(key);
+  ASSERT_NE(it, tracker.streams().end()) << "no stream for PID " << a << " SIGUSR1";
+  EXPECT_EQ(it->second.total.generated, 5u) << "B's stream holds A's signals too";
+  EXPECT_EQ(it->second.total.delivered, 5u);
+  const auto retired = tracker.streams().find(trace::Key{trace::kRetired, SIGUSR1});
+  ASSERT_NE(retired, tracker.streams().end()) << "A's stream was not retired";
+  EXPECT_GE(retired->second.total.generated, 3u) << "A's 3 signals were lost";
+  EXPECT_EQ(bpf->lost_events(), 0);
+  ::close(hold.write_end);
+  hold.write_end = -1;
+  EXPECT_EQ(b->wait(30), 0) << "B did not handle its 5 signals";
+}
+
 // ---------------------------------------------------------------- causes
 
 // A target in a child, traced alone by the BPF backend. The target gets two

@@ -94,7 +94,8 @@ SlowDelivery slow_of(const doorbell_slow& r) {
 class BpfBackend final : public Backend {
  public:
   explicit BpfBackend(const BackendOptions& options)
-      : programs_(bpf::SignalPrograms::Options{options.only, options.slow_ns, options.every_syscall,
+      : only_(options.only),
+        programs_(bpf::SignalPrograms::Options{options.only, options.slow_ns, options.every_syscall,
                                                options.without_task_from_pid}) {}
 
   BackendKind kind() const noexcept override { return BackendKind::bpf; }
@@ -125,17 +126,41 @@ class BpfBackend final : public Backend {
     std::set<pid_t> gone;
     for (const pid_t tgid : seen_)
       if (process_gone(tgid)) gone.insert(tgid);
-    std::vector<doorbell_stats_key> forget;
+    // A key names a process by its id and its start: a PID may hold several
+    // processes' entries (one exited, another given its PID since). All but
+    // the newest are gone for certain and final. The tracker knows a process
+    // by its id alone, so one generation a read: the oldest's entries are
+    // handed over (and retired when newer ones wait), the newer ones wait
+    // in the map for the next read, cumulative, nothing lost.
+    struct Entry {
+      doorbell_stats_key key;
+      std::string comm;
+      Counts counts;
+    };
+    std::map<pid_t, std::map<uint64_t, std::vector<Entry>>> by_process;  // tgid, start
     programs_.for_each_stats(
         [&](const doorbell_stats_key& k, const std::vector<doorbell_stats>& per_cpu) {
-          const Key key{static_cast<pid_t>(k.tgid), static_cast<int>(k.sig)};
-          std::string comm;
-          Counts counts = counts_of(per_cpu, comm);
-          if (gone.count(key.tgid) != 0) forget.push_back(k);
-          seen_.insert(key.tgid);
-          tracker.set_totals(key, comm, std::move(counts));
+          Entry e{k, {}, {}};
+          e.counts = counts_of(per_cpu, e.comm);
+          by_process[static_cast<pid_t>(k.tgid)][k.start].push_back(std::move(e));
         });
-    for (const doorbell_stats_key& k : forget) programs_.forget(k);
+    for (auto& [tgid, generations] : by_process) {
+      auto& [start, entries] = *generations.begin();
+      // With -p the oldest is the process chosen (the programs were loaded
+      // while it lived); a later one on its PID is another: never shown.
+      const bool newer_waiting = only_ <= 0 && generations.size() > 1;
+      // (Its entries stay, so that it stays the oldest: 64 at most.)
+      const bool final = only_ <= 0 && (newer_waiting || gone.count(tgid) != 0);
+      for (Entry& e : entries) {
+        tracker.set_totals(Key{tgid, static_cast<int>(e.key.sig)}, e.comm, std::move(e.counts));
+        if (final) programs_.forget(e.key);
+      }
+      seen_.insert(tgid);
+      if (newer_waiting) {
+        tracker.gone(tgid);
+        gone.erase(tgid);  // the newer process is read next time, then judged
+      }
+    }
     for (const pid_t tgid : gone) {
       seen_.erase(tgid);
       tracker.gone(tgid);
@@ -164,6 +189,7 @@ class BpfBackend final : public Backend {
   }
 
  private:
+  pid_t only_;
   bpf::SignalPrograms programs_;
   std::set<pid_t> seen_;
 };

@@ -100,6 +100,7 @@ struct task_struct {
   int tgid;
   struct task_struct* group_leader;
   struct list_head thread_node;
+  u64 start_boottime; /* ns since boot; an exec from another thread copies the leader's */
   char comm[16];
   struct files_struct* files;
   struct signal_struct* signal;

@@ -300,10 +300,15 @@ static __always_inline u32 delay_bucket(u64 v) {
   return 4 * (b - 1) + sub;
 }
 
+/* A process's start, which with its id names it (doorbell_stats_key). */
+static __always_inline u64 start_of(struct task_struct* leader) {
+  return leader ? leader->start_boottime : 0;
+}
+
 /* This CPU's copy of the (process, signal) counters, made on first use. */
 static __always_inline struct doorbell_stats* stats_of(u32 tgid, u32 sig,
                                                        struct task_struct* leader) {
-  struct doorbell_stats_key key = {.tgid = tgid, .sig = sig};
+  struct doorbell_stats_key key = {.tgid = tgid, .sig = sig, .start = start_of(leader)};
   struct doorbell_stats* s = bpf_map_lookup_elem(&stats, &key);
   if (s) return s;
   u32 zero_key = 0;
@@ -908,8 +913,9 @@ int on_exit_read(struct syscall_exit* args) {
   return 0;
 }
 
-static __always_inline void count_discarded(u32 tgid, u32 sig, u32 left) {
-  struct doorbell_stats_key key = {.tgid = tgid, .sig = sig};
+static __always_inline void count_discarded(u32 tgid, struct task_struct* leader, u32 sig,
+                                            u32 left) {
+  struct doorbell_stats_key key = {.tgid = tgid, .sig = sig, .start = start_of(leader)};
   struct doorbell_stats* s = bpf_map_lookup_elem(&stats, &key);
   if (s) s->discarded += left;
 }
@@ -950,7 +956,7 @@ __noinline int sigaction_returned(u64 sig, u64 act) {
   u32 dropped = drop_fifo(&ps->shared[i].head, &ps->shared[i].tail, ps->shared[i].slot, 0, &ok,
                           still_pending(shared_mask, (u32)sig));
   if (dropped) {
-    count_discarded(tgid, (u32)sig, dropped);
+    count_discarded(tgid, leader, (u32)sig, dropped);
     __sync_fetch_and_add(&ps->outstanding, -(s64)dropped);
   }
   if (ps->private_outstanding <= 0) return 0;
@@ -969,7 +975,7 @@ __noinline int sigaction_returned(u64 sig, u64 act) {
       u32 n = drop_fifo(&q->head, &q->tail, q->slot, PRIVATE_SLOTS - 1, &pok,
                         still_pending(mask, (u32)sig));
       if (n) {
-        count_discarded(tgid, (u32)sig, n);
+        count_discarded(tgid, leader, (u32)sig, n);
         __sync_fetch_and_add(&ps->outstanding, -(s64)n);
         __sync_fetch_and_add(&ps->private_outstanding, -(s64)n);
       }
@@ -1086,7 +1092,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* p) {
         struct overflow_key ok = {.id = p->pid, .sig = sig, .shared = 0};
         u32 left = drop_fifo(&q->head, &q->tail, q->slot, PRIVATE_SLOTS - 1, &ok, 0);
         if (left) {
-          count_discarded(tgid, sig, left);
+          count_discarded(tgid, leader, sig, left);
           if (ps) {
             __sync_fetch_and_add(&ps->private_outstanding, -(s64)left);
             __sync_fetch_and_add(&ps->outstanding, -(s64)left);
@@ -1098,7 +1104,7 @@ int BPF_PROG(on_sched_process_exit, struct task_struct* p) {
     if (group_dead && ps) {
       struct overflow_key ok = {.id = tgid, .sig = sig, .shared = 1};
       u32 left = drop_fifo(&ps->shared[i].head, &ps->shared[i].tail, ps->shared[i].slot, 0, &ok, 0);
-      if (left) count_discarded(tgid, sig, left);
+      if (left) count_discarded(tgid, leader, sig, left);
     }
   }
   return 0;
@@ -1133,6 +1139,7 @@ __noinline int move_private_fifo(u32 old_pid, u32 tid, u32 sig) {
   if (sig < 1 || sig > DOORBELL_MAX_SIGNAL) return 0;
   struct task_struct* current = bpf_get_current_task_btf();
   u32 tgid = current->tgid;
+  struct task_struct* leader = current->group_leader; /* current, after the exec */
   struct proc_state* ps = bpf_task_storage_get(&procs, current, 0, 0);
   struct private_key from = {.tid = old_pid, .sig = sig};
   struct private_queue* q = bpf_map_lookup_elem(&private_queues, &from);
@@ -1144,7 +1151,7 @@ __noinline int move_private_fifo(u32 old_pid, u32 tid, u32 sig) {
     struct overflow_key ok = {.id = old_pid, .sig = sig, .shared = 0};
     u32 left = drop_fifo(&q->head, &q->tail, q->slot, PRIVATE_SLOTS - 1, &ok, 0);
     if (left) {
-      count_discarded(tgid, sig, left);
+      count_discarded(tgid, leader, sig, left);
       if (ps) {
         __sync_fetch_and_add(&ps->private_outstanding, -(s64)left);
         __sync_fetch_and_add(&ps->outstanding, -(s64)left);

@@ -54,9 +54,13 @@ enum doorbell_loss {
   DOORBELL_LOSSES = 6,
 };
 
+/* A process is its id and its start: a PID reused by a later process is
+ * another key, never added to the counters of the one before (whose key,
+ * older, says it is gone and final). */
 struct doorbell_stats_key {
   __u32 tgid;
   __u32 sig;
+  __u64 start; /* the group leader's start_boottime (ns since boot); 0: not known */
 };
 
 struct doorbell_sender {
