@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -44,10 +45,12 @@
 #include <thread>
 #include <vector>
 
+#include <bpf/libbpf.h>
 #include <nlohmann/json.hpp>
 
 #include "lab/common/time.h"
 #include "lab/trace/backend.h"
+#include "lab/trace/bpf/loading.h"
 #include "lab/trace/bpf/signal_programs.h"
 #include "lab/trace/render.h"
 #include "lab/trace/tracker.h"
@@ -347,6 +350,46 @@ void run_exact_counts(bool every_syscall) {
 }
 
 // ---------------------------------------------------------------- loading
+
+int print_through(libbpf_print_fn_t print, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  const int result = print(LIBBPF_WARN, format, args);
+  va_end(args);
+  return result;
+}
+
+// A program the verifier refuses: libbpf prints its whole log in one
+// message, the verifier's reason at the end, after thousands of lines. The
+// capture cut each message at 512 bytes, so the one-line failure said "BPF
+// program load failed: Permission denied" and never why.
+TEST(BpfPrograms, AVerifierRefusalSaysWhatTheVerifierRefusedInOneLine) {
+  std::string log;
+  for (int i = 0; i < 5000; ++i)
+    log += std::to_string(i) + ": (b7) r" + std::to_string(i % 10) + " = " + std::to_string(i) +
+           "\n";
+  log += "R2 invalid mem access 'scalar'\n";
+  log += "processed 5001 insns (limit 1000000) max_states_per_insn 0 total_states 0 "
+         "peak_states 0 mark_read 0\n";
+  std::string failure;
+  {
+    trace::bpf::CapturedMessages messages;
+    const libbpf_print_fn_t print = libbpf_set_print(nullptr);  // the capture's
+    libbpf_set_print(print);
+    ASSERT_NE(print, nullptr);
+    print_through(print, "libbpf: prog '%s': BPF program load failed: %s\n", "on_signal_generate",
+                  "Permission denied");
+    print_through(print, "libbpf: prog '%s': -- BEGIN PROG LOAD LOG --\n%s-- END PROG LOAD LOG --\n",
+                  "on_signal_generate", log.c_str());
+    print_through(print, "libbpf: prog '%s': failed to load: %d\n", "on_signal_generate", -13);
+    failure = trace::bpf::load_failure("loading the BPF programs", EACCES, messages);
+  }
+  EXPECT_NE(failure.find("BPF program load failed: Permission denied"), std::string::npos)
+      << failure;
+  EXPECT_NE(failure.find("the verifier: R2 invalid mem access 'scalar'"), std::string::npos)
+      << failure;
+  EXPECT_EQ(failure.find('\n'), std::string::npos) << "not one line: " << failure;
+}
 
 TEST(BpfPrograms, LoadAndPassTheVerifierOnBothSystemCallRoutes) {
   SKIP_UNLESS_ROOT();

@@ -3,6 +3,7 @@
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -18,11 +19,27 @@ std::mutex g_capture_mutex;
 CapturedMessages* g_captured = nullptr;
 libbpf_print_fn_t g_previous = nullptr;
 
+// One message may hold many lines: libbpf prints a program's whole verifier
+// log in one, its error at the end. Formatted whole (up to 1 MiB) and split.
 int capture_message(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG || g_captured == nullptr) return 0;
-  char line[512];
-  std::vsnprintf(line, sizeof line, format, args);
-  g_captured->add(line);
+  va_list again;
+  va_copy(again, args);
+  const int size = std::vsnprintf(nullptr, 0, format, args);
+  std::string text;
+  if (size > 0) {
+    text.resize(static_cast<std::size_t>(std::min(size, 1 << 20)) + 1);
+    std::vsnprintf(text.data(), text.size(), format, again);
+    text.pop_back();
+  }
+  va_end(again);
+  std::size_t from = 0;
+  while (from < text.size()) {
+    std::size_t end = text.find('\n', from);
+    if (end == std::string::npos) end = text.size();
+    g_captured->add(text.substr(from, end - from));
+    from = end + 1;
+  }
   return 0;
 }
 
@@ -40,14 +57,42 @@ CapturedMessages::~CapturedMessages() {
 
 void CapturedMessages::add(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (!text.empty() && lines_.size() < 4096) lines_.push_back(std::move(text));
+  if (text.empty()) return;
+  if (lines_.size() < 4096) {
+    lines_.push_back(std::move(text));
+    return;
+  }
+  // Past the bound: the last lines are kept (where a verifier says why).
+  tail_.push_back(std::move(text));
+  if (tail_.size() > 64) tail_.pop_front();
 }
 
 std::string CapturedMessages::reason() const {
-  for (const std::string& line : lines_)
-    if (line.find("failed") != std::string::npos || line.find("Failed") != std::string::npos)
-      return line;
-  return lines_.empty() ? std::string() : lines_.back();
+  std::vector<std::string> all = lines_;
+  all.insert(all.end(), tail_.begin(), tail_.end());
+  std::string failed;
+  for (const std::string& line : all)
+    if (line.find("failed") != std::string::npos || line.find("Failed") != std::string::npos) {
+      failed = line;
+      break;
+    }
+  if (failed.empty()) return all.empty() ? std::string() : all.back();
+  // A verifier's refusal: its log ends with what it refused, then the
+  // statistics line ("processed N insns ..."), then libbpf's end marker.
+  std::string refused;
+  bool in_log = false;
+  for (const std::string& line : all) {
+    if (line.find("-- BEGIN PROG LOAD LOG --") != std::string::npos) {
+      in_log = true;
+      refused.clear();
+    } else if (line.find("-- END PROG LOAD LOG --") != std::string::npos) {
+      if (in_log) break;
+    } else if (in_log && !line.empty() && line.rfind("processed ", 0) != 0 &&
+               line.rfind("verification time", 0) != 0 && line.rfind("stack depth", 0) != 0) {
+      refused = line;
+    }
+  }
+  return refused.empty() ? failed : failed + "; the verifier: " + refused;
 }
 
 std::string load_failure(const char* step, int error, const CapturedMessages& messages) {

@@ -6,10 +6,12 @@
 // libbpf prints through one process-wide callback (libbpf_set_print). A
 // CapturedMessages installs a capturing one for its lifetime and puts the
 // previous one back; captures are serialized by a mutex, so one loader at a
-// time holds it (another waits). A verifier log runs to pages: it is kept,
-// not printed, and reason() picks the line that says what failed.
+// time holds it (another waits). A verifier log runs to pages: it is kept
+// (its first 4,096 lines and its last 64), not printed, and reason() picks
+// the lines that say what failed.
 #pragma once
 
+#include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -30,7 +32,9 @@ class CapturedMessages {
   CapturedMessages(const CapturedMessages&) = delete;
   CapturedMessages& operator=(const CapturedMessages&) = delete;
 
-  // The line that says what failed: the first naming a failure, else the last.
+  // The line that says what failed: the first naming a failure (with, for a
+  // program the verifier refused, the log's line that says why), else the
+  // last.
   std::string reason() const;
 
   // For the callback only.
@@ -38,7 +42,8 @@ class CapturedMessages {
 
  private:
   std::unique_lock<std::mutex> lock_;
-  std::vector<std::string> lines_;
+  std::vector<std::string> lines_;  // the first 4,096
+  std::deque<std::string> tail_;    // then the last 64
 };
 
 // "<step> failed: <strerror> (<libbpf's line>)", or for EPERM the
