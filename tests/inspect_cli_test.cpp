@@ -320,6 +320,23 @@ TEST(InspectCli, WatchReportsPendingSignalAndPeriod) {
   EXPECT_EQ(signal_entry(json, SIGUSR2)["verdict"], "stays_pending");
 }
 
+// A Ctrl-C while the verdict is being written to a full pipe (a slow
+// reader) costs no output: the write goes on once the pipe is drained, and
+// the exit says the interrupt (128 + SIGINT). Without SA_RESTART the write
+// failed with EINTR and the verdict was lost.
+TEST(InspectCli, InterruptWhileStdoutIsFullLosesNoVerdict) {
+  const auto run = doorbell::test::signal_while_stdout_full(
+      {"inspect", std::to_string(::getpid()), "--watch", "0.2", "--json"}, SIGINT,
+      std::chrono::seconds(60));
+  ASSERT_TRUE(run.blocked) << "inspect never blocked writing to its full stdout within 60 s";
+  ASSERT_TRUE(run.filler_intact) << run.out;
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 128 + SIGINT)
+      << "status " << run.status;
+  const nlohmann::json report = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << "no verdict after the interrupted write: " << run.out;
+  EXPECT_TRUE(report.contains("watch")) << run.out;
+}
+
 TEST(InspectCli, MissingProcessIsAClearError) {
   Target target([] { return 'R'; }, false);
   const pid_t pid = target.pid();

@@ -349,13 +349,25 @@ std::vector<std::string> leftovers(const Before& before, const std::vector<std::
   for (int pid : stopped) found.push_back(fmt::format("process {} was seen stopped", pid));
   // Cgroups.
   // The partition scheduler's are doorbell-<its pid>-...: one whose owner
-  // is alive is another test's, running beside this one.
-  for (const auto& c : doorbell::test::cgroups_with_prefix("doorbell-"))
-    if (std::find(before.cgroups.begin(), before.cgroups.end(), c) == before.cgroups.end() &&
-        !alive(std::atoi(fs::path(c).filename().string().c_str() + 9))) {
-      found.push_back("cgroup " + c + " left");
-      doorbell::test::remove_cgroups_with_prefix(fs::path(c).filename().string());
-    }
+  // is alive is another test's, running beside this one. One whose owner
+  // has just died is removed by its guardian moments later (a scheduler
+  // SIGKILLed here, or by a crash test beside this one): left only when it
+  // is still there 5 s on.
+  const auto dead_owners = [&before] {
+    std::vector<std::string> cgroups;
+    for (const auto& c : doorbell::test::cgroups_with_prefix("doorbell-"))
+      if (std::find(before.cgroups.begin(), before.cgroups.end(), c) == before.cgroups.end() &&
+          !alive(std::atoi(fs::path(c).filename().string().c_str() + 9)))
+        cgroups.push_back(c);
+    return cgroups;
+  };
+  const auto guardians_by = std::chrono::steady_clock::now() + 5s;
+  while (!dead_owners().empty() && std::chrono::steady_clock::now() < guardians_by)
+    std::this_thread::sleep_for(10ms);
+  for (const auto& c : dead_owners()) {
+    found.push_back("cgroup " + c + " left");
+    doorbell::test::remove_cgroups_with_prefix(fs::path(c).filename().string());
+  }
   // Tracing instances (a guardian may take a moment: a second at most).
   bool ran_next = false;
   for (int round = 0; round < 100; ++round) {
@@ -603,7 +615,9 @@ TEST(InterruptBattery, EveryCommandIsClassified) {
     EXPECT_TRUE(kShort.count(p) || kLong.count(p))
         << "command '" << p << "': list it in tests/interrupt_battery_test.cpp as long-running "
         << "(with runs to interrupt) or short";
-    if (kLong.count(p)) EXPECT_FALSE(runs_of(p).empty()) << p;
+    if (kLong.count(p)) {
+      EXPECT_FALSE(runs_of(p).empty()) << p;
+    }
   }
 }
 

@@ -271,6 +271,29 @@ TEST(Trace, InterruptEndsItCleanly) {
   EXPECT_EQ(host_tracefs_mounts(), host_before);
 }
 
+// A Ctrl-C while trace's stdout is a full pipe (a slow reader: a pager,
+// ssh, a CI log) must cost no output: the write it is blocked in goes on
+// when the reader drains the pipe, then the summary follows. Deterministic:
+// the pipe is filled before trace starts, so its first write blocks, and
+// the signal comes while /proc shows it in write(1, ...). (Installed
+// without SA_RESTART, the stop handler made that write fail with EINTR,
+// stdio marked stdout failed and trace exited 0 having printed nothing
+// more: CI's TSan run lost a summary this way.)
+TEST(Trace, InterruptWhileStdoutIsFullLosesNoOutput) {
+  SKIP_UNLESS_ROOT();
+  const auto run = doorbell::test::signal_while_stdout_full(
+      {"trace", "--backend", "tracefs", "--json", "--interval", "0.2"}, SIGINT,
+      std::chrono::seconds(60));
+  ASSERT_TRUE(run.blocked) << "trace never blocked writing to its full stdout within 60 s";
+  ASSERT_TRUE(run.filler_intact) << run.out;
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) << "status " << run.status;
+  const std::vector<nlohmann::json> lines = json_lines(run.out);
+  EXPECT_TRUE(line_of_type(lines, "start").is_object()) << run.out;
+  const nlohmann::json summary = line_of_type(lines, "summary");
+  ASSERT_TRUE(summary.is_object()) << "no summary after the interrupted write: " << run.out;
+  EXPECT_EQ(summary["end"], "interrupted");
+}
+
 TEST(Trace, WithoutTracefsMountsItPrivatelyAndLeavesNothing) {
   SKIP_UNLESS_ROOT();
   const int host_before = host_tracefs_mounts();
@@ -499,8 +522,9 @@ TEST(TraceOverhead, FloorAndBpftraceLinesBesideTheOthers) {
   for (const std::string mode : {"untraced", "tracefs", "bpf", "floor"}) {
     const auto [line, next] = line_and_next(r.out, "  " + mode + ":");
     EXPECT_TRUE(std::regex_match(line, kModeLine)) << mode << ": '" << line << "'\n" << r.out;
-    if (mode != "untraced")
+    if (mode != "untraced") {
       EXPECT_TRUE(std::regex_match(next, kAddsLine)) << mode << ": '" << next << "'\n" << r.out;
+    }
   }
   const auto [line, next] = line_and_next(r.out, "  bpftrace:");
   if (bpftrace_installed()) {

@@ -145,9 +145,12 @@ void run_inspect(const InspectOptions& o) {
     std::optional<lab::ScopedDisposition> on_int, on_term, on_hup;
     std::optional<Measurement> measurement;
     if (o.watch_seconds > 0) {
-      on_int.emplace(SIGINT, on_watch_stop_signal, 0);
-      on_term.emplace(SIGTERM, on_watch_stop_signal, 0);
-      on_hup.emplace(SIGHUP, on_watch_stop_signal, 0);
+      // SA_RESTART: a write of the verdict blocked on a slow reader goes
+      // on after the handler (nanosleep is never restarted: the loop still
+      // sees the stop at once).
+      on_int.emplace(SIGINT, on_watch_stop_signal, SA_RESTART);
+      on_term.emplace(SIGTERM, on_watch_stop_signal, SA_RESTART);
+      on_hup.emplace(SIGHUP, on_watch_stop_signal, SA_RESTART);
       measurement.emplace(read_process(pid).pid);
     }
     const ProcessSnapshot snapshot = sample_process(pid, std::chrono::milliseconds(o.window_ms));

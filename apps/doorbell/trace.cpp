@@ -67,14 +67,18 @@ extern "C" void on_stop_signal(int signo) {
 
 // The stop handler for SIGINT, SIGTERM, SIGHUP and SIGPIPE (a reader such as
 // `head` that goes away must not kill us before the instance is removed);
-// the previous dispositions come back when it is destroyed.
+// the previous dispositions come back when it is destroyed. SA_RESTART: a
+// write to stdout blocked on a slow reader goes on after the handler (without
+// it the write failed with EINTR, stdio marked stdout failed and the summary
+// was lost); the loop's sleeps and polls still end early (they are never
+// restarted) and the loop looks at the flag.
 class StopSignals {
  public:
   StopSignals()
-      : int_(SIGINT, on_stop_signal, 0),
-        term_(SIGTERM, on_stop_signal, 0),
-        hup_(SIGHUP, on_stop_signal, 0),
-        pipe_(SIGPIPE, on_stop_signal, 0) {}
+      : int_(SIGINT, on_stop_signal, SA_RESTART),
+        term_(SIGTERM, on_stop_signal, SA_RESTART),
+        hup_(SIGHUP, on_stop_signal, SA_RESTART),
+        pipe_(SIGPIPE, on_stop_signal, SA_RESTART) {}
 
  private:
   lab::ScopedDisposition int_, term_, hup_, pipe_;
@@ -336,6 +340,13 @@ int run_trace(TraceArgs args) {
     if (causes)
       std::cout << fmt::format("{} deliveries took {} us or more (shown as they came)\n",
                                slow_total, args.slow_us);
+  }
+  // Output that could not be written is said (a reader that went away,
+  // SIGPIPE, asked for nothing more).
+  if (!std::cout.flush() && g_stop_signal.load(std::memory_order_relaxed) != SIGPIPE) {
+    std::cerr << "doorbell trace: stdout could not be written in full: the output above is "
+                 "incomplete\n";
+    return 1;
   }
   return 0;
 }

@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <system_error>
@@ -210,6 +212,79 @@ RunningProgram start_doorbell(const std::vector<std::string>& args, const RunOpt
   std::vector<std::string> argv{doorbell_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunningProgram(argv, options);
+}
+
+FullStdoutRun signal_while_stdout_full(const std::vector<std::string>& args, int sig,
+                                       std::chrono::seconds within) {
+  FullStdoutRun run;
+  Pipe out;
+  const int size = ::fcntl(out.write_end, F_SETPIPE_SZ, 4096);
+  if (size <= 0) throw std::system_error(errno, std::generic_category(), "F_SETPIPE_SZ");
+  const std::string filler = std::string(static_cast<std::size_t>(size) - 1, '#') + "\n";
+  ::fcntl(out.write_end, F_SETFL, O_NONBLOCK);
+  if (::write(out.write_end, filler.data(), filler.size()) != static_cast<ssize_t>(filler.size()))
+    throw std::system_error(errno, std::generic_category(), "filling the pipe");
+  ::fcntl(out.write_end, F_SETFL, 0);
+  std::vector<std::string> argv{doorbell_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c_argv;
+  for (auto& a : argv) c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+  if (pid == 0) {
+    ::dup2(out.write_end, STDOUT_FILENO);
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::execv(c_argv[0], c_argv.data());
+    ::_exit(127);
+  }
+  close_fd(out.write_end);
+  // Blocked in write(1, ...): /proc/PID/syscall reads "1 0x1 ..." (x86-64's
+  // number; 64 in the generic table); the fd is the first argument.
+  const std::string syscall_file = "/proc/" + std::to_string(pid) + "/syscall";
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!run.blocked && std::chrono::steady_clock::now() < deadline) {
+    char text[64] = {};
+    const int fd = ::open(syscall_file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      const ssize_t n = ::read(fd, text, sizeof text - 1);
+      ::close(fd);
+      const std::string call(text, n > 0 ? static_cast<std::size_t>(n) : 0);
+      run.blocked = call.rfind("1 0x1 ", 0) == 0 || call.rfind("64 0x1 ", 0) == 0;
+    }
+    if (!run.blocked) ::usleep(5000);
+  }
+  ::kill(pid, run.blocked ? sig : SIGKILL);
+  if (run.blocked) ::usleep(200000);  // the handler has run before the drain
+  // Drained to its end, which comes within `within` or after a SIGKILL.
+  std::string text;
+  char buffer[65536];
+  const auto drained_by = std::chrono::steady_clock::now() + within;
+  bool killed = !run.blocked;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        drained_by - std::chrono::steady_clock::now());
+    pollfd p{out.read_end, POLLIN, 0};
+    const int wait_ms = killed ? 5000 : static_cast<int>(std::max<long long>(0, left.count()));
+    const int ready = ::poll(&p, 1, wait_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      if (killed) break;  // a descendant holds the pipe open: stop reading
+      ::kill(pid, SIGKILL);
+      killed = true;
+      continue;
+    }
+    const ssize_t n = ::read(out.read_end, buffer, sizeof buffer);
+    if (n > 0) text.append(buffer, static_cast<std::size_t>(n));
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
+  while (::waitpid(pid, &run.status, 0) < 0 && errno == EINTR) {
+  }
+  run.filler_intact = text.rfind(filler, 0) == 0;
+  run.out = run.filler_intact ? text.substr(filler.size()) : text;
+  return run;
 }
 
 }  // namespace doorbell::test

@@ -102,4 +102,19 @@ inline RunningProgram start_program(const std::vector<std::string>& argv,
 }
 RunningProgram start_doorbell(const std::vector<std::string>& args, const RunOptions& options = {});
 
+// `doorbell ARGS...` whose stdout is a pipe already full (4 KiB, one line of
+// '#' written by the test) and not read: once /proc shows the program
+// blocked in write(1, ...), `sig` is sent, and 200 ms later the pipe is
+// drained to its end and the program reaped. Deterministic injection of "a
+// stop signal while a slow reader holds the output up". stdin and stderr are
+// /dev/null.
+struct FullStdoutRun {
+  bool blocked = false;  // it was seen blocked writing before `within` passed
+  int status = 0;        // waitpid's status
+  std::string out;       // what it wrote after the filler line
+  bool filler_intact = false;
+};
+FullStdoutRun signal_while_stdout_full(const std::vector<std::string>& args, int sig,
+                                       std::chrono::seconds within);
+
 }  // namespace doorbell::test
