@@ -1,5 +1,6 @@
 // The doorbell CLI as a user runs it: exit codes, messages, output files.
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -249,6 +250,24 @@ TEST(Cli, BenchJsonDashWritesOnlyJsonToStdout) {
   EXPECT_EQ(std::filesystem::exists("-"), before);
 }
 
+// A Ctrl-C while the table is written to a slow reader (a pipe already
+// full) costs none of it: the write goes on once the pipe is drained, and
+// the exit says the signal came after the run (130). Without SA_RESTART
+// once the run was over, the write failed with EINTR and the table was lost.
+TEST(Cli, BenchInterruptedWhileStdoutIsFullLosesNoTable) {
+  const std::string dir = testing::TempDir() + "/bench_full_" + std::to_string(::getpid());
+  const auto run = doorbell::test::signal_while_stdout_full(
+      {"bench", "--quick", "--repeat", "1", "--filter", "ladder/syscall_getpid", "--out", dir},
+      SIGINT, std::chrono::seconds(60));
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(run.blocked) << "bench never blocked writing to its full stdout within 60 s";
+  ASSERT_TRUE(run.filler_intact) << run.out;
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 128 + SIGINT)
+      << "status " << run.status;
+  EXPECT_NE(run.out.find("getpid via syscall(2)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("1 scenarios in"), std::string::npos) << run.out;
+}
+
 TEST(Cli, PartitionRunJsonDashWritesOnlyJsonToStdout) {
   // SIGSTOP windows without SCHED_FIFO: needs neither root nor a cgroup.
   const auto r =
@@ -261,6 +280,24 @@ TEST(Cli, PartitionRunJsonDashWritesOnlyJsonToStdout) {
   EXPECT_EQ(j["frames"], 2);
   // The summary table went to stderr.
   EXPECT_NE(r.err.find("overrun50"), std::string::npos) << r.err;
+}
+
+// A Ctrl-C once the schedule has run, while its JSON is written to a slow
+// reader (a pipe already full): the report is written whole and the run
+// exits 0 (it ran as asked). Before, the handlers were gone by then and the
+// signal killed it mid-report.
+TEST(Cli, PartitionRunInterruptedWhileStdoutIsFullWritesTheWholeReport) {
+  const auto run = doorbell::test::signal_while_stdout_full(
+      {"partition", "run",
+       std::string(DOORBELL_SOURCE_DIR) + "/examples/schedules/two_partitions.toml", "--frames",
+       "2", "--method", "sigstop", "--no-fifo", "--json", "-"},
+      SIGINT, std::chrono::seconds(60));
+  ASSERT_TRUE(run.blocked) << "partition run never blocked writing to its full stdout in 60 s";
+  ASSERT_TRUE(run.filler_intact) << run.out;
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) << "status " << run.status;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(run.out)) << run.out;
+  EXPECT_EQ(j["frames"], 2);
 }
 
 TEST(Cli, CsvDashIsAUsageError) {

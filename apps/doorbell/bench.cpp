@@ -107,6 +107,7 @@ void run_bench(const BenchOptions& o) {
   // lets them finish.
   const lab::StopOnSignals stop_on_signals;
   const lab::RunResults results = lab::run_scenarios(options, selected);
+  stop_on_signals.restart_interrupted_calls();
   lab::print_table(results, human);
   human << "\n" << std::flush;
   // Each file is written atomically (a temporary file beside it, renamed

@@ -54,6 +54,9 @@ void on_stop_signal(int signo) {
   if (g_scheduler != nullptr) g_scheduler->request_stop();
 }
 
+// While the report is written: nothing to stop (see run_command).
+void on_signal_while_writing(int) {}
+
 std::string us(double ns) {
   return fmt::format("{:.1f}", ns / 1000.0);
 }
@@ -403,6 +406,12 @@ void run_command(const RunArgs& a) {
       throw UsageError(fmt::format("partition: {}:{}: {}", a.file, e.line(), e.message()));
     }
   }
+  // The run is over: a Ctrl-C, SIGTERM or SIGHUP while the report is
+  // written (a write to stdout waiting on a slow reader) lets it finish; the
+  // report already says how the run ended.
+  const lab::ScopedDisposition writing_int(SIGINT, on_signal_while_writing, SA_RESTART);
+  const lab::ScopedDisposition writing_term(SIGTERM, on_signal_while_writing, SA_RESTART);
+  const lab::ScopedDisposition writing_hup(SIGHUP, on_signal_while_writing, SA_RESTART);
   if (!trace)
     report.warnings.push_back("no sched_switch trace (" + why_no_trace +
                               "): first run and CPU after end are tick-granular");

@@ -351,6 +351,15 @@ StopOnSignals::StopOnSignals() {
     g_term_installed = true;
 }
 
+void StopOnSignals::restart_interrupted_calls() const {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_request;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (g_int_installed) ::sigaction(SIGINT, &sa, nullptr);
+  if (g_term_installed) ::sigaction(SIGTERM, &sa, nullptr);
+}
+
 StopOnSignals::~StopOnSignals() {
   if (g_int_installed) ::sigaction(SIGINT, &g_previous_int, nullptr);
   if (g_term_installed) ::sigaction(SIGTERM, &g_previous_term, nullptr);

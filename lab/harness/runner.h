@@ -146,6 +146,11 @@ class StopOnSignals {
  public:
   StopOnSignals();
   ~StopOnSignals();
+  // Once the run is over: the handlers stay, with SA_RESTART, so that a
+  // signal while the results are written (a write to stdout waiting on a
+  // slow reader) lets the write go on instead of failing it with EINTR.
+  // During the run they have none: a blocking call returns EINTR and looks.
+  void restart_interrupted_calls() const;
   StopOnSignals(const StopOnSignals&) = delete;
   StopOnSignals& operator=(const StopOnSignals&) = delete;
 };
