@@ -501,13 +501,13 @@ std::pair<std::string, std::string> line_and_next(const std::string& out,
 }
 
 const std::regex kModeLine(
-    R"(  [a-z]+: +\d+ signals/s; ns per signal min \d+, median \d+, max \d+)");
+    R"(  [a-z+]+: +\d+ signals/s; ns per signal min \d+, median \d+, max \d+)");
 const std::regex kAddsLine(
-    R"(            adds -?\d+ ns per signal \(-?\d+\.\d%, min against min\); .+)");
+    R"(               adds -?\d+ ns per signal \(-?\d+\.\d%, min against min\); .+)");
 
-// floor: and bpftrace: each a line in the style of the others, with what it
-// adds, interleaved in the same run, and bpf's cost as a ratio of each; no
-// bpftrace process left behind.
+// floor:, floor+exits: and bpftrace: each a line in the style of the others,
+// with what it adds, interleaved in the same run, and bpf's cost as a ratio of
+// each; no bpftrace process left behind.
 TEST(TraceOverhead, FloorAndBpftraceLinesBesideTheOthers) {
   SKIP_UNLESS_ROOT();
   const std::vector<pid_t> before = bpftrace_pids();
@@ -516,10 +516,11 @@ TEST(TraceOverhead, FloorAndBpftraceLinesBesideTheOthers) {
   const RunResult r = run_doorbell(
       {"trace", "--measure-overhead", "--storm-signals", "20000", "--storm-rounds", "1"}, options);
   ASSERT_TRUE(r.success()) << r.describe();
-  EXPECT_NE(r.out.find("rounds of untraced, tracefs, bpf, the floor and bpftrace interleaved"),
+  EXPECT_NE(r.out.find("rounds of untraced, tracefs, bpf, the floor, the floor with the "
+                       "system-call exits and bpftrace interleaved"),
             std::string::npos)
       << r.out;
-  for (const std::string mode : {"untraced", "tracefs", "bpf", "floor"}) {
+  for (const std::string mode : {"untraced", "tracefs", "bpf", "floor", "floor+exits"}) {
     const auto [line, next] = line_and_next(r.out, "  " + mode + ":");
     EXPECT_TRUE(std::regex_match(line, kModeLine)) << mode << ": '" << line << "'\n" << r.out;
     if (mode != "untraced") {
@@ -541,7 +542,9 @@ TEST(TraceOverhead, FloorAndBpftraceLinesBesideTheOthers) {
   EXPECT_TRUE(std::regex_search(
       ratios, std::regex(R"(^  bpf against the others: (-?\d+\.\d\dx the bpftrace pairing|the )"
                          R"(bpftrace pairing (added nothing measurable|did not run)), )"
-                         R"((-?\d+\.\d\dx the floor|the floor added nothing measurable) \()")))
+                         R"((-?\d+\.\d\dx the floor|the floor added nothing measurable), )"
+                         R"((-?\d+\.\d\dx the floor with the exits|the floor with the exits )"
+                         R"(added nothing measurable) \()")))
       << "'" << ratios << "'\n"
       << r.out;
   EXPECT_EQ(bpftrace_pids(), before) << "a bpftrace process was left behind";
@@ -560,8 +563,9 @@ TEST(TraceOverhead, WithoutBpftraceTheLineSaysSo) {
       {"trace", "--measure-overhead", "--storm-signals", "5000", "--storm-rounds", "1"}, options);
   fs::remove(empty);
   ASSERT_TRUE(r.success()) << r.describe();
-  EXPECT_NE(r.out.find("  bpftrace: did not run: bpftrace is not installed (not found in PATH"),
-            std::string::npos)
+  EXPECT_TRUE(std::regex_search(
+      r.out,
+      std::regex(R"(\n  bpftrace: +did not run: bpftrace is not installed \(not found in PATH)")))
       << r.out;
   EXPECT_NE(r.out.find("the bpftrace pairing did not run"), std::string::npos) << r.out;
   EXPECT_TRUE(std::regex_match(line_and_next(r.out, "  floor:").first, kModeLine)) << r.out;
@@ -573,6 +577,8 @@ TEST(TraceOverhead, WithoutBpftraceTheLineSaysSo) {
   const nlohmann::json o = nlohmann::json::parse(j.out);
   EXPECT_EQ(o["modes"]["bpftrace"]["ran"], false) << j.out;
   EXPECT_EQ(o["modes"]["floor"]["ran"], true) << j.out;
+  EXPECT_EQ(o["modes"]["floor_with_exits"]["ran"], true) << j.out;
+  EXPECT_TRUE(o.contains("bpf_vs_floor_with_exits")) << j.out;
   EXPECT_TRUE(o["bpf_vs_bpftrace"].is_null()) << j.out;
 }
 

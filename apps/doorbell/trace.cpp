@@ -376,27 +376,35 @@ nlohmann::json mode_json(const trace::OverheadMode& m, double untraced_min, int 
 }
 
 std::string mode_text(const trace::OverheadMode& m, double untraced_min, int count) {
-  if (!m.ran()) return fmt::format("  {:<9} did not run: {}\n", m.name + ":", m.unavailable);
+  if (!m.ran()) return fmt::format("  {:<12} did not run: {}\n", m.name + ":", m.unavailable);
   std::string text = fmt::format(
-      "  {:<9} {:>8.0f} signals/s; ns per signal min {:.0f}, median {:.0f}, max {:.0f}\n",
+      "  {:<12} {:>8.0f} signals/s; ns per signal min {:.0f}, median {:.0f}, max {:.0f}\n",
       m.name + ":", 1e9 / m.min(), m.min(), m.median(), m.max());
   if (m.name == "untraced") return text;
   const double added = m.min() - untraced_min;
   const double percent = 100.0 * added / untraced_min;
   if (m.name == "floor")
     return text + fmt::format(
-                      "            adds {:.0f} ns per signal ({:.1f}%, min against min); programs "
-                      "that only read the clock on both ends, counting nothing\n",
+                      "               adds {:.0f} ns per signal ({:.1f}%, min against min); "
+                      "programs that only read the clock on both ends, counting nothing\n",
+                      added, percent);
+  if (m.name == "floor+exits")
+    return text + fmt::format(
+                      "               adds {:.0f} ns per signal ({:.1f}%, min against min); the "
+                      "floor and an empty program on each system-call exit bpf watches "
+                      "(sigwait and signalfd takes, sigaction discards): every system call of "
+                      "every task takes the slower path\n",
                       added, percent);
   if (m.name == "bpftrace")
-    return text + fmt::format(
-                      "            adds {:.0f} ns per signal ({:.1f}%, min against min); {} delays "
-                      "in its histogram (whole system: the storm's {} sent and any others)\n",
-                      added, percent, m.paired_seen,
-                      static_cast<uint64_t>(count) * m.ns_per_signal.size());
+    return text +
+           fmt::format(
+               "               adds {:.0f} ns per signal ({:.1f}%, min against min); {} delays "
+               "in its histogram (whole system: the storm's {} sent and any others)\n",
+               added, percent, m.paired_seen,
+               static_cast<uint64_t>(count) * m.ns_per_signal.size());
   const uint64_t sent = static_cast<uint64_t>(count) * m.ns_per_signal.size();
   text += fmt::format(
-      "            adds {:.0f} ns per signal ({:.1f}%, min against min); saw {} of {} sent "
+      "               adds {:.0f} ns per signal ({:.1f}%, min against min); saw {} of {} sent "
       "generated and {} delivered, {} lost{}\n",
       m.min() - untraced_min, 100.0 * (m.min() - untraced_min) / untraced_min, m.generated_seen,
       sent, m.delivered_seen, m.lost_events,
@@ -439,11 +447,13 @@ int measure_overhead(int count, int rounds, bool json) {
                        {"tracefs", mode_json(r.tracefs, plain, count)},
                        {"bpf", mode_json(r.bpf, plain, count)},
                        {"floor", mode_json(r.floor, plain, count)},
+                       {"floor_with_exits", mode_json(r.floor_exits, plain, count)},
                        {"bpftrace", mode_json(r.bpftrace, plain, count)}}},
                      // What bpf adds as a multiple of what each adds (null
                      // when one did not run or added nothing measurable).
                      {"bpf_vs_bpftrace", ratio_json(r.bpf, r.bpftrace, plain)},
-                     {"bpf_vs_floor", ratio_json(r.bpf, r.floor, plain)}};
+                     {"bpf_vs_floor", ratio_json(r.bpf, r.floor, plain)},
+                     {"bpf_vs_floor_with_exits", ratio_json(r.bpf, r.floor_exits, plain)}};
     // The keys of the tracefs-only output, kept for readers of it.
     if (r.tracefs.ran()) {
       j["traced_ns_per_signal"] = r.tracefs.min();
@@ -457,18 +467,19 @@ int measure_overhead(int count, int rounds, bool json) {
   } else {
     std::cout << fmt::format(
         "self-signal storm (kill + empty handler), {} signals per run, {} rounds of untraced, "
-        "tracefs, bpf, the floor and bpftrace interleaved (whole system traced; tracefs read "
-        "every 10 ms):\n",
+        "tracefs, bpf, the floor, the floor with the system-call exits and bpftrace "
+        "interleaved (whole system traced; tracefs read every 10 ms):\n",
         count, r.rounds);
     std::cout << mode_text(r.untraced, plain, count) << mode_text(r.tracefs, plain, count)
               << mode_text(r.bpf, plain, count) << mode_text(r.floor, plain, count)
-              << mode_text(r.bpftrace, plain, count);
+              << mode_text(r.floor_exits, plain, count) << mode_text(r.bpftrace, plain, count);
     if (r.bpf.ran())
       std::cout << fmt::format(
-          "  bpf against the others: {}, {} (what each adds, min against min; bpftrace: its "
-          "two-probe pairing into a histogram, no causes)\n",
+          "  bpf against the others: {}, {}, {} (what each adds, min against min; bpftrace: "
+          "its two-probe pairing into a histogram, no causes)\n",
           ratio_text(r.bpf, r.bpftrace, plain, "the bpftrace pairing"),
-          ratio_text(r.bpf, r.floor, plain, "the floor"));
+          ratio_text(r.bpf, r.floor, plain, "the floor"),
+          ratio_text(r.bpf, r.floor_exits, plain, "the floor with the exits"));
   }
   return 0;
 }
@@ -512,8 +523,8 @@ const CommandRegistrar kTrace{
           ->needs(overhead);
       cmd->add_option(
              "--storm-rounds", args->overhead_rounds,
-             "rounds of --measure-overhead (each runs untraced, tracefs, bpf, the floor and "
-             "bpftrace)")
+             "rounds of --measure-overhead (each runs untraced, tracefs, bpf, the floor, the "
+             "floor with the system-call exits and bpftrace)")
           ->capture_default_str()
           ->check(number_in(1, 1000))
           ->needs(overhead);

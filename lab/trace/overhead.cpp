@@ -96,14 +96,15 @@ StormRun run_storm(int count, Backend* backend, Tracker* tracker) {
 
 // What a mode runs beside the storm: nothing, a backend, the floor's
 // programs, bpftrace.
-enum class Beside { nothing, backend, floor, bpftrace };
+enum class Beside { nothing, backend, floor, floor_exits, bpftrace };
 
-// The floor: the storm with only the programs that read the clock attached.
-void run_floor(OverheadMode& mode, int count) {
+// The floor: the storm with only the programs that read the clock attached;
+// with the exits, also the empty programs on the system-call exits.
+void run_floor(OverheadMode& mode, int count, bool with_syscall_exits) {
   if (!mode.unavailable.empty()) return;
   std::optional<bpf::FloorPrograms> programs;
   try {
-    programs.emplace();
+    programs.emplace(with_syscall_exits);
   } catch (const bpf::BpfUnavailable& e) {
     mode.unavailable = e.what();
     return;
@@ -188,10 +189,11 @@ OverheadResult measure_overhead(int count, int rounds, const std::function<bool(
     Beside beside;
     std::optional<BackendKind> kind;
   };
-  const std::array<Slot, 5> slots{Slot{&r.untraced, Beside::nothing, std::nullopt},
+  const std::array<Slot, 6> slots{Slot{&r.untraced, Beside::nothing, std::nullopt},
                                   Slot{&r.tracefs, Beside::backend, BackendKind::tracefs},
                                   Slot{&r.bpf, Beside::backend, BackendKind::bpf},
                                   Slot{&r.floor, Beside::floor, std::nullopt},
+                                  Slot{&r.floor_exits, Beside::floor_exits, std::nullopt},
                                   Slot{&r.bpftrace, Beside::bpftrace, std::nullopt}};
   for (int round = 0; round < rounds && !stop(); ++round) {
     for (std::size_t i = 0; i < slots.size() && !stop(); ++i) {
@@ -202,7 +204,10 @@ OverheadResult measure_overhead(int count, int rounds, const std::function<bool(
           run_mode(*slot.mode, slot.kind, count);
           break;
         case Beside::floor:
-          run_floor(*slot.mode, count);
+          run_floor(*slot.mode, count, false);
+          break;
+        case Beside::floor_exits:
+          run_floor(*slot.mode, count, true);
           break;
         case Beside::bpftrace:
           run_bpftrace(*slot.mode, count, stop);

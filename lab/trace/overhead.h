@@ -4,8 +4,10 @@
 // both tracing the whole system (tracefs read live every 10 ms, bpf's maps at
 // the end), with only the floor's programs attached (an empty program that
 // reads the clock on signal_generate and one on signal_deliver:
-// lab/trace/bpf/floor.bpf.c), and beside Debian's bpftrace pairing the two
-// (lab/trace/bpftrace_pairing.h); the five are
+// lab/trace/bpf/floor.bpf.c), with those and an empty program on each
+// system-call exit the bpf backend watches (the floor with the exits: what
+// seeing sigwait and signalfd takes costs every system call), and beside
+// Debian's bpftrace pairing the two (lab/trace/bpftrace_pairing.h); the six are
 // interleaved round by round (the order rotates, so a drift in the machine's
 // load does not favour one), `rounds` rounds (`doorbell trace
 // --measure-overhead`). Each traced run also checks its backend's counts of
@@ -20,8 +22,8 @@
 namespace doorbell::lab::trace {
 
 struct OverheadMode {
-  std::string name;                   // "untraced", "tracefs", "bpf", "floor", "bpftrace"
-  std::string unavailable;            // why it did not run; empty when it ran
+  std::string name;         // "untraced", "tracefs", "bpf", "floor", "floor+exits", "bpftrace"
+  std::string unavailable;  // why it did not run; empty when it ran
   std::vector<double> ns_per_signal;  // one per round, in round order
   uint64_t generated_seen = 0;        // the storm child's signals the backend saw, all rounds
   uint64_t delivered_seen = 0;
@@ -38,7 +40,7 @@ struct OverheadResult {
   int signals_per_run = 0;
   int rounds = 0;  // completed (a stop request ends early)
   OverheadMode untraced{"untraced"}, tracefs{"tracefs"}, bpf{"bpf"}, floor{"floor"},
-      bpftrace{"bpftrace"};
+      floor_exits{"floor+exits"}, bpftrace{"bpftrace"};
 };
 
 // Throws std::runtime_error when a storm child fails. A backend that cannot

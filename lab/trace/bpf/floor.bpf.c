@@ -25,3 +25,21 @@ int BPF_PROG(floor_signal_deliver) {
   bpf_ktime_get_ns();
   return 0;
 }
+
+/* The floor with the system-call exits (FloorPrograms's with_syscall_exits):
+ * an empty program on each exit the bpf backend watches for takes by
+ * sigwait and signalfd and for discards by sigaction. Attached, a
+ * system-call tracepoint makes every system call of every task take the
+ * kernel's slower path: the cost of seeing those takes at all. One program,
+ * attached by the loader to the per-call tracepoints (perf events with the
+ * ids tracefs gives); without them, the exit of every system call, as the
+ * backend does. */
+SEC("tracepoint/syscalls/sys_exit_read")
+int floor_sys_exit_call(void* ctx) {
+  return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(floor_sys_exit_every) {
+  return 0;
+}

@@ -1,6 +1,8 @@
 #include "lab/trace/bpf/loading.h"
 
 #include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +10,11 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
+
+#include "sys/tracefs.h"
 
 namespace doorbell::lab::trace::bpf {
 namespace {
@@ -117,6 +122,32 @@ void require_kernel_btf() {
         "this kernel has no BTF (/sys/kernel/btf/vmlinux: {}); the programs need a kernel built "
         "with CONFIG_DEBUG_INFO_BTF",
         std::strerror(errno)));
+}
+
+int syscall_event_id(const char* event, std::string& why) {
+  std::string dir;
+  try {
+    dir = sys::tracefs::tracing_dir().path;
+  } catch (const sys::tracefs::TracefsError& e) {
+    why = e.what();
+    return -1;
+  }
+  std::ifstream in(dir + "/events/syscalls/" + event + "/id");
+  int id = -1;
+  if (!(in >> id))
+    why = std::string("tracefs has no syscalls:") + event + " (CONFIG_FTRACE_SYSCALLS)";
+  return id;
+}
+
+int open_tracepoint_event(int id) {
+  perf_event_attr attr{};
+  attr.type = PERF_TYPE_TRACEPOINT;
+  attr.size = sizeof attr;
+  attr.config = static_cast<__u64>(id);
+  attr.sample_period = 1;
+  attr.wakeup_events = 1;
+  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1 /* every task */, 0 /* cpu */,
+                                    -1, PERF_FLAG_FD_CLOEXEC));
 }
 
 }  // namespace doorbell::lab::trace::bpf

@@ -50,6 +50,15 @@ class CapturedMessages {
 // permission the programs need; one line.
 std::string load_failure(const char* step, int error, const CapturedMessages& messages);
 
+// The tracepoint id of syscalls:<event> (tracefs, mounted privately when it
+// is not mounted), or -1 with the reason in `why`.
+int syscall_event_id(const char* event, std::string& why);
+
+// A perf event for tracepoint `id`, counting nothing, or -1 (errno): a BPF
+// program attached to it runs on every CPU (it hangs on the tracepoint, not
+// on this CPU).
+int open_tracepoint_event(int id);
+
 // Throws BpfUnavailable when this kernel has no BTF
 // (/sys/kernel/btf/vmlinux): CO-RE and tp_btf programs need it.
 void require_kernel_btf();

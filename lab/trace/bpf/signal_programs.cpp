@@ -3,11 +3,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
-#include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <fstream>
 
 #include <cerrno>
 #include <cstring>
@@ -20,38 +17,6 @@
 #include "sys/tracefs.h"
 
 namespace doorbell::lab::trace::bpf {
-namespace {
-
-// The tracepoint id of syscalls:<event>, or -1 with the reason in `why`.
-int syscall_event_id(const char* event, std::string& why) {
-  std::string dir;
-  try {
-    dir = sys::tracefs::tracing_dir().path;
-  } catch (const sys::tracefs::TracefsError& e) {
-    why = e.what();
-    return -1;
-  }
-  std::ifstream in(dir + "/events/syscalls/" + event + "/id");
-  int id = -1;
-  if (!(in >> id))
-    why = std::string("tracefs has no syscalls:") + event + " (CONFIG_FTRACE_SYSCALLS)";
-  return id;
-}
-
-// A perf event for a tracepoint, counting nothing: the BPF program attached
-// to it runs on every CPU (it hangs on the tracepoint, not on this CPU).
-int open_tracepoint_event(int id) {
-  perf_event_attr attr{};
-  attr.type = PERF_TYPE_TRACEPOINT;
-  attr.size = sizeof attr;
-  attr.config = static_cast<__u64>(id);
-  attr.sample_period = 1;
-  attr.wakeup_events = 1;
-  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1 /* every task */, 0 /* cpu */,
-                                    -1, PERF_FLAG_FD_CLOEXEC));
-}
-
-}  // namespace
 
 SignalPrograms::SignalPrograms(const Options& options) {
   require_kernel_btf();
