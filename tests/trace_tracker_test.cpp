@@ -346,4 +346,48 @@ TEST(TraceTracker, StreamsOfGoneProcessesAreRetiredIntoOneAggregate) {
   EXPECT_EQ(events.streams().begin()->second.total.delay.count(), 200u);
 }
 
+// A process given a recycled PID within one interval (the tracefs route:
+// events carry the id alone). Its task_newtask says the PID is a new
+// process's, so the one that had it before is gone: the two are counted
+// apart, the old one's counts retired. Before, B's 5 signals were added to
+// A's row (8 generated, A's name) and nothing was retired, since kill(pid, 0)
+// at the interval's end found B alive.
+TEST(TraceTracker, ANewProcessOnARecycledPidStartsRowsOfItsOwn) {
+  const pid_t p = exited_pid();
+  Tracker tracker;
+  for (int i = 0; i < 3; ++i) {
+    tracker.on_generate({1000u + i, p, p, SIGUSR1, 0, "a"});
+    tracker.on_deliver({1500u + i, p, SIGUSR1});
+  }
+  tracker.on_generate({1600, p, p, SIGUSR2, 0, "a"});  // queued, never taken: A exits
+  tracker.on_new_task({::getpid(), p, false});         // B is forked on A's PID
+  for (int i = 0; i < 5; ++i) {
+    tracker.on_generate({3000u + i, p, p, SIGUSR1, 0, "b"});
+    tracker.on_deliver({3500u + i, p, SIGUSR1});
+  }
+  const auto& streams = tracker.streams();
+  const auto b = streams.find(Key{p, SIGUSR1});
+  ASSERT_NE(b, streams.end());
+  EXPECT_EQ(b->second.total.generated, 5u) << "B's row holds A's signals too";
+  EXPECT_EQ(b->second.total.delivered, 5u);
+  EXPECT_EQ(b->second.total.unpaired, 0u);
+  EXPECT_EQ(b->second.comm, "b");
+  EXPECT_EQ(streams.count(Key{p, SIGUSR2}), 0u) << "A's SIGUSR2 row is still under B's PID";
+  const auto retired = streams.find(Key{doorbell::lab::trace::kRetired, SIGUSR1});
+  ASSERT_NE(retired, streams.end()) << "A's row was not retired";
+  EXPECT_EQ(retired->second.total.generated, 3u);
+  EXPECT_EQ(retired->second.interval.generated, 3u) << "A's interval counts were dropped";
+  EXPECT_EQ(retired->second.total.delay.count(), 3u);
+  EXPECT_EQ(retired->second.processes, 1u);
+  // A thread created on a PID is as new: the row of a process that had it
+  // before retires too.
+  Tracker threads;
+  const pid_t q = exited_pid();
+  threads.on_generate({1, q, q, SIGUSR1, 0, "a"});
+  threads.on_deliver({2, q, SIGUSR1});
+  threads.on_new_task({::getpid(), q, true});
+  EXPECT_EQ(threads.streams().count(Key{q, SIGUSR1}), 0u);
+  EXPECT_EQ(threads.streams().count(Key{doorbell::lab::trace::kRetired, SIGUSR1}), 1u);
+}
+
 }  // namespace

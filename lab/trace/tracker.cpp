@@ -292,26 +292,28 @@ void Tracker::set_totals(const Key& key, const std::string& comm, Counts totals)
   histogram_from_buckets(s.interval);
 }
 
+std::map<Key, Stream>::iterator Tracker::retire(std::map<Key, Stream>::iterator it) {
+  auto [aggregate, fresh] = streams_.try_emplace({kRetired, it->first.sig});
+  if (fresh) {
+    aggregate->second.comm = "(exited)";
+    aggregate->second.processes = 0;
+  }
+  accumulate(aggregate->second.total, it->second.total);
+  // Retired within an interval: what it did in it stays in the interval.
+  accumulate(aggregate->second.interval, it->second.interval);
+  ++aggregate->second.processes;
+  return streams_.erase(it);
+}
+
 void Tracker::end_interval() {
   if (only_ == 0) {
     std::sort(gone_.begin(), gone_.end());
     for (auto it = streams_.begin(); it != streams_.end();) {
       const pid_t tgid = it->first.tgid;
-      const bool retire =
+      const bool gone =
           tgid > 0 && (it->second.from_totals ? std::binary_search(gone_.begin(), gone_.end(), tgid)
                                               : ::kill(tgid, 0) != 0 && errno == ESRCH);
-      if (!retire) {
-        ++it;
-        continue;
-      }
-      auto [aggregate, fresh] = streams_.try_emplace({kRetired, it->first.sig});
-      if (fresh) {
-        aggregate->second.comm = "(exited)";
-        aggregate->second.processes = 0;
-      }
-      accumulate(aggregate->second.total, it->second.total);
-      ++aggregate->second.processes;
-      it = streams_.erase(it);
+      it = gone ? retire(it) : std::next(it);
     }
   }
   gone_.clear();
@@ -338,6 +340,16 @@ void Tracker::on_new_task(const NewTaskEvent& e) {
   const pid_t tgid = e.thread ? tgid_of(e.creator_tid) : e.tid;
   tgid_cache_.erase(e.tid);  // a reused id: what was cached was another task's
   learned_[e.tid] = {tgid, false};
+  // The kernel gives a new task an id no task holds, and a process's id is
+  // held until all of it is reaped: a process that had this id is gone, and
+  // its events are all fed (in timestamp order) before the newcomer's. Its
+  // streams retire now, so that a process given a recycled PID within one
+  // interval starts rows of its own (kill(pid, 0) at the interval's end
+  // would find the newcomer alive).
+  if (only_ == 0)
+    for (auto it = streams_.lower_bound(Key{e.tid, 0});
+         it != streams_.end() && it->first.tgid == e.tid;)
+      it = it->second.from_totals ? std::next(it) : retire(it);
 }
 
 pid_t Tracker::tgid_of(pid_t tid) {

@@ -175,7 +175,9 @@ class Tracker {
   // exited (thread-directed signals to short-lived threads are read after
   // the threads are gone). Kept until an end_interval() after the one that
   // found the thread gone, so bounded by the threads alive and those created
-  // in two intervals.
+  // in two intervals. A process that had the new task's id is gone: its
+  // streams retire at once (a recycled PID starts rows of its own, also
+  // within one interval). Not with a chosen process (only > 0).
   void on_new_task(const NewTaskEvent& e);
   // A backend that counts in the kernel hands over its running totals for
   // one stream instead of events: the interval is what they gained since the
@@ -210,6 +212,9 @@ class Tracker {
   std::string comm_of(pid_t pid);
 
  private:
+  // Moves a stream's counts into the aggregate of its signal; the next one.
+  std::map<Key, Stream>::iterator retire(std::map<Key, Stream>::iterator it);
+
   pid_t only_;
   std::map<Key, Stream> streams_;
   std::vector<pid_t> gone_;
