@@ -346,6 +346,44 @@ TEST(TraceTracker, StreamsOfGoneProcessesAreRetiredIntoOneAggregate) {
   EXPECT_EQ(events.streams().begin()->second.total.delay.count(), 200u);
 }
 
+// A process that exits right after its signal is taken: a read may feed the
+// generate and hold the take back (the last moments before a read wait for
+// the next one), and the interval's end found the process gone and retired
+// its stream with the generate still queued, so the take, fed next, was
+// unpaired in a row of its own (TraceTruth.ProcessChurnCountedExactlyAndRetired
+// through tracefs: 1 unpaired of 600 in a release run). A gone process's
+// stream with generates queued waits one more interval for their takes.
+TEST(TraceTracker, ATakeReadAfterItsProcessIsGoneStillPairs) {
+  const pid_t p = exited_pid();
+  Tracker tracker;
+  tracker.on_generate({1000, p, p, SIGUSR1, 0, "short"});
+  tracker.end_interval();
+  tracker.on_deliver({1500, p, SIGUSR1});
+  tracker.end_interval();
+  ASSERT_EQ(tracker.streams().size(), 1u);
+  const auto& [key, s] = *tracker.streams().begin();
+  EXPECT_EQ(key.tgid, doorbell::lab::trace::kRetired);
+  EXPECT_EQ(s.total.generated, 1u);
+  EXPECT_EQ(s.total.delivered, 1u);
+  EXPECT_EQ(s.total.unpaired, 0u) << "the take was not paired with its generate";
+  EXPECT_EQ(s.total.delay.count(), 1u);
+  EXPECT_EQ(s.processes, 1u);
+  // A generate never taken (its process exited first) keeps the stream one
+  // interval, no longer; one with nothing queued retires at once.
+  const pid_t q = exited_pid(), r = exited_pid();
+  Tracker bounded;
+  bounded.on_generate({1000, q, q, SIGUSR2, 0, "discards"});
+  bounded.on_generate({1000, r, r, SIGUSR2, 0, "takes"});
+  bounded.on_deliver({1100, r, SIGUSR2});
+  bounded.end_interval();
+  EXPECT_EQ(bounded.streams().count(Key{r, SIGUSR2}), 0u) << "nothing queued: retired at once";
+  EXPECT_EQ(bounded.streams().count(Key{q, SIGUSR2}), 1u);
+  bounded.end_interval();
+  ASSERT_EQ(bounded.streams().size(), 1u) << "the never-taken generate kept its stream";
+  EXPECT_EQ(bounded.streams().begin()->first.tgid, doorbell::lab::trace::kRetired);
+  EXPECT_EQ(bounded.streams().begin()->second.processes, 2u);
+}
+
 // A process given a recycled PID within one interval (the tracefs route:
 // events carry the id alone). Its task_newtask says the PID is a new
 // process's, so the one that had it before is gone: the two are counted

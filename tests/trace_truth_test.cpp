@@ -112,9 +112,14 @@ void run_shape(const std::string& shape, int n, Traced& out, const ShapeOptions&
   bpf->collect(out.bpf, nullptr);
   tracefs->collect(out.tracefs, nullptr);
   if (shape_options.intervals) {
-    // The last children are gone: their streams retire now.
+    // The last children are gone: their streams retire now (both
+    // backends' after a second read: bpf retires at the read after it
+    // found them gone, tracefs keeps one with generates queued an interval
+    // for takes still unread).
     out.bpf.end_interval();
+    out.tracefs.end_interval();
     bpf->collect(out.bpf, nullptr);
+    tracefs->collect(out.tracefs, nullptr);
     out.bpf.end_interval();
     out.tracefs.end_interval();
   }

@@ -292,6 +292,17 @@ void Tracker::set_totals(const Key& key, const std::string& comm, Counts totals)
   histogram_from_buckets(s.interval);
 }
 
+namespace {
+
+bool has_queued(const Stream& s) {
+  if (!s.queued_at.empty()) return true;
+  for (const auto& [tid, queue] : s.queued_for_thread)
+    if (!queue.empty()) return true;
+  return false;
+}
+
+}  // namespace
+
 std::map<Key, Stream>::iterator Tracker::retire(std::map<Key, Stream>::iterator it) {
   auto [aggregate, fresh] = streams_.try_emplace({kRetired, it->first.sig});
   if (fresh) {
@@ -310,9 +321,16 @@ void Tracker::end_interval() {
     std::sort(gone_.begin(), gone_.end());
     for (auto it = streams_.begin(); it != streams_.end();) {
       const pid_t tgid = it->first.tgid;
-      const bool gone =
-          tgid > 0 && (it->second.from_totals ? std::binary_search(gone_.begin(), gone_.end(), tgid)
-                                              : ::kill(tgid, 0) != 0 && errno == ESRCH);
+      Stream& s = it->second;
+      bool gone = tgid > 0 && (s.from_totals ? std::binary_search(gone_.begin(), gone_.end(), tgid)
+                                             : ::kill(tgid, 0) != 0 && errno == ESRCH);
+      // Events: the takes of generates still queued may not be read yet (a
+      // read holds its last moments back for the next one); such a stream
+      // waits one more interval, no longer.
+      if (gone && !s.from_totals && !s.found_gone && has_queued(s)) {
+        s.found_gone = true;
+        gone = false;
+      }
       it = gone ? retire(it) : std::next(it);
     }
   }

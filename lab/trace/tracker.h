@@ -157,6 +157,8 @@ struct Stream {
   std::map<pid_t, Queue> queued_for_thread;
   Counts total_at_interval_start;  // set_totals(): what the interval is measured from
   bool from_totals = false;        // fed by set_totals() (the backend says when it is gone)
+  bool found_gone = false;         // events: its process was gone at the last end_interval(), with
+                                   // generates queued whose takes might still be unread
   uint64_t processes = 1;          // kRetired: how many processes' streams it holds
 };
 
@@ -194,8 +196,10 @@ class Tracker {
   // mappings forgotten (thread ids are reused), and the streams of processes
   // that are gone retired into one aggregate per signal (key {kRetired,
   // sig}) so that memory stays bounded by the processes alive: for events,
-  // when kill(pid, 0) finds no process; for totals, when the backend said so
-  // with gone(). Not with a chosen process (only > 0): its row is the point.
+  // when kill(pid, 0) finds no process (one with generates still queued at
+  // the next end_interval(): their takes may be read after it); for totals,
+  // when the backend said so with gone(). Not with a chosen process (only >
+  // 0): its row is the point.
   void end_interval();
   // A backend that feeds totals: the last set_totals() of `tgid` had all it
   // did; its streams retire at the next end_interval().
