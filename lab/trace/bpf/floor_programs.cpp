@@ -1,7 +1,6 @@
 #include "lab/trace/bpf/floor_programs.h"
 
 #include <bpf/libbpf.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <string>
@@ -43,16 +42,9 @@ FloorPrograms::FloorPrograms(bool with_syscall_exits) {
   if (error != 0) give_up("attaching the BPF programs", -error);
   if (per_call)
     for (const int id : ids) {
-      const int fd = open_tracepoint_event(id);
-      bpf_link* link =
-          fd < 0 ? nullptr
-                 : bpf_program__attach_perf_event(skeleton_->progs.floor_sys_exit_call, fd);
-      if (link == nullptr) {
-        const int saved = errno;
-        if (fd >= 0) ::close(fd);
-        give_up("attaching to the system-call tracepoints", saved);
-      }
-      perf_links_.push_back(link);  // the link owns fd now
+      bpf_link* link = attach_to_tracepoint(skeleton_->progs.floor_sys_exit_call, id);
+      if (link == nullptr) give_up("attaching to the system-call tracepoints", errno);
+      perf_links_.push_back(link);
     }
 }
 

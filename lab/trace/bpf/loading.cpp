@@ -150,4 +150,16 @@ int open_tracepoint_event(int id) {
                                     -1, PERF_FLAG_FD_CLOEXEC));
 }
 
+bpf_link* attach_to_tracepoint(bpf_program* program, int id) {
+  const int fd = open_tracepoint_event(id);
+  if (fd < 0) return nullptr;
+  bpf_link* link = bpf_program__attach_perf_event(program, fd);
+  if (link == nullptr) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+  }
+  return link;
+}
+
 }  // namespace doorbell::lab::trace::bpf

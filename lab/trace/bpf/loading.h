@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+struct bpf_link;
+struct bpf_program;
+
 namespace doorbell::lab::trace::bpf {
 
 // BPF cannot be used here; what() says why, in one line.
@@ -58,6 +61,10 @@ int syscall_event_id(const char* event, std::string& why);
 // program attached to it runs on every CPU (it hangs on the tracepoint, not
 // on this CPU).
 int open_tracepoint_event(int id);
+
+// `program` attached to a perf event of tracepoint `id` (the link owns the
+// event), or nullptr with errno saying why (the event closed).
+bpf_link* attach_to_tracepoint(bpf_program* program, int id);
 
 // Throws BpfUnavailable when this kernel has no BTF
 // (/sys/kernel/btf/vmlinux): CO-RE and tp_btf programs need it.

@@ -84,11 +84,9 @@ bool SignalPrograms::load(const Options& options, const SyscallEvents& ids, std:
         {skeleton_->progs.on_exit_read, ids.read},
         {skeleton_->progs.on_exit_rt_sigaction, ids.action}};
     for (const auto& [program, id] : calls) {
-      const int fd = open_tracepoint_event(id);
-      bpf_link* link = fd < 0 ? nullptr : bpf_program__attach_perf_event(program, fd);
+      bpf_link* link = attach_to_tracepoint(program, id);
       if (link == nullptr) {
         why = load_failure("attaching to the system-call tracepoints", errno, messages);
-        if (fd >= 0) ::close(fd);
         unload();
         return false;  // the caller tries the every-call route
       }
