@@ -382,33 +382,25 @@ std::string mode_text(const trace::OverheadMode& m, double untraced_min, int cou
       m.name + ":", 1e9 / m.min(), m.min(), m.median(), m.max());
   if (m.name == "untraced") return text;
   const double added = m.min() - untraced_min;
-  const double percent = 100.0 * added / untraced_min;
-  if (m.name == "floor")
-    return text + fmt::format(
-                      "               adds {:.0f} ns per signal ({:.1f}%, min against min); "
-                      "programs that only read the clock on both ends, counting nothing\n",
-                      added, percent);
-  if (m.name == "floor+exits")
-    return text + fmt::format(
-                      "               adds {:.0f} ns per signal ({:.1f}%, min against min); the "
-                      "floor and an empty program on each system-call exit bpf watches "
-                      "(sigwait and signalfd takes, sigaction discards): every system call of "
-                      "every task takes the slower path\n",
-                      added, percent);
-  if (m.name == "bpftrace")
-    return text +
-           fmt::format(
-               "               adds {:.0f} ns per signal ({:.1f}%, min against min); {} delays "
-               "in its histogram (whole system: the storm's {} sent and any others)\n",
-               added, percent, m.paired_seen,
-               static_cast<uint64_t>(count) * m.ns_per_signal.size());
+  text += fmt::format("               adds {:.0f} ns per signal ({:.1f}%, min against min); ",
+                      added, 100.0 * added / untraced_min);
   const uint64_t sent = static_cast<uint64_t>(count) * m.ns_per_signal.size();
-  text += fmt::format(
-      "               adds {:.0f} ns per signal ({:.1f}%, min against min); saw {} of {} sent "
-      "generated and {} delivered, {} lost{}\n",
-      m.min() - untraced_min, 100.0 * (m.min() - untraced_min) / untraced_min, m.generated_seen,
-      sent, m.delivered_seen, m.lost_events,
-      m.generated_seen == sent && m.delivered_seen == sent ? " (exact)" : " (NOT exact)");
+  if (m.name == "floor")
+    text += "programs that only read the clock on both ends, counting nothing\n";
+  else if (m.name == "floor+exits")
+    text +=
+        "the floor and an empty program on each system-call exit bpf watches (sigwait and "
+        "signalfd takes, sigaction discards): every system call of every task takes the slower "
+        "path\n";
+  else if (m.name == "bpftrace")
+    text += fmt::format(
+        "{} delays in its histogram (whole system: the storm's {} sent and any others)\n",
+        m.paired_seen, sent);
+  else
+    text += fmt::format(
+        "saw {} of {} sent generated and {} delivered, {} lost{}\n", m.generated_seen, sent,
+        m.delivered_seen, m.lost_events,
+        m.generated_seen == sent && m.delivered_seen == sent ? " (exact)" : " (NOT exact)");
   return text;
 }
 
