@@ -582,6 +582,64 @@ TEST(TraceOverhead, WithoutBpftraceTheLineSaysSo) {
   EXPECT_TRUE(o["bpf_vs_bpftrace"].is_null()) << j.out;
 }
 
+// The programs' own time from the kernel's run-time statistics: each of
+// bpf's and the floor's programs on the two ends ran at least once a signal
+// of its storm, with a time a run; the statistics are off again after (the
+// sysctl as it was). The text says it in two lines.
+TEST(TraceOverhead, ProgramCostsFromTheKernelsStatistics) {
+  SKIP_UNLESS_ROOT();
+  const std::string sysctl = "/proc/sys/kernel/bpf_stats_enabled";
+  const std::string before = slurp(sysctl);
+  const fs::path empty =
+      fs::temp_directory_path() / ("doorbell-no-bpftrace-" + std::to_string(::getpid()));
+  fs::create_directories(empty);
+  doorbell::test::RunOptions options;
+  options.timeout = std::chrono::seconds(120);
+  options.environment = environment_with_path(empty.string());  // bpftrace: not timed here
+  const RunResult j = run_doorbell(
+      {"trace", "--measure-overhead", "--storm-signals", "5000", "--storm-rounds", "1", "--json"},
+      options);
+  ASSERT_TRUE(j.success()) << j.describe();
+  EXPECT_EQ(slurp(sysctl), before);
+  const nlohmann::json costs = nlohmann::json::parse(j.out)["program_costs"];
+  ASSERT_EQ(costs["measured"], true) << j.out;
+  for (const auto& [set, names] : {std::pair<std::string, std::vector<std::string>>{
+                                       "bpf", {"on_signal_generate", "on_signal_deliver"}},
+                                   {"floor", {"floor_signal_generate", "floor_signal_deliver"}}}) {
+    for (const std::string& name : names) {
+      bool found = false;
+      for (const auto& c : costs[set]) {
+        if (c["program"] != name) continue;
+        found = true;
+        EXPECT_GE(c["runs"].get<uint64_t>(), 5000u) << name << "\n" << j.out;
+        EXPECT_GT(c["ns_per_run"].get<double>(), 0.0) << name << "\n" << j.out;
+      }
+      EXPECT_TRUE(found) << set << " has no " << name << "\n" << j.out;
+    }
+  }
+  EXPECT_TRUE(costs["bpf_own_work_ns"]["signal_generate"].is_number()) << j.out;
+  EXPECT_TRUE(costs["bpf_own_work_ns"]["signal_deliver"].is_number()) << j.out;
+
+  const RunResult t = run_doorbell(
+      {"trace", "--measure-overhead", "--storm-signals", "5000", "--storm-rounds", "1"}, options);
+  fs::remove(empty);
+  ASSERT_TRUE(t.success()) << t.describe();
+  EXPECT_EQ(slurp(sysctl), before);
+  const auto [line, next] = line_and_next(t.out, "  programs:");
+  EXPECT_TRUE(std::regex_match(
+      line, std::regex(R"(  programs: +ns a run \(the kernel's run-time statistics, one more )"
+                       R"(storm each\): bpf .*on_signal_generate \d+, on_signal_deliver \d+.*; )"
+                       R"(floor floor_signal_generate \d+, floor_signal_deliver \d+)")))
+      << "'" << line << "'\n"
+      << t.out;
+  EXPECT_TRUE(std::regex_match(
+      next, std::regex(R"( +bpf's programs work -?\d+ ns a signal beyond the floor's \(generate )"
+                       R"(-?\d+, deliver -?\d+\); bpf adds -?\d+ ns beyond the floor: -?\d+ spent )"
+                       R"(outside its programs)")))
+      << "'" << next << "'\n"
+      << t.out;
+}
+
 // SIGINT while bpftrace runs beside the storm: doorbell stops it, reaps it
 // and exits 0; no bpftrace is left.
 TEST(TraceOverhead, InterruptLeavesNoBpftrace) {

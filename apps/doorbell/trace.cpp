@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -31,6 +32,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -420,6 +422,71 @@ nlohmann::json ratio_json(const trace::OverheadMode& bpf, const trace::OverheadM
   return (bpf.min() - untraced_min) / (other.min() - untraced_min);
 }
 
+// The cost of the program of `costs` on tracepoint `point` (its name ends
+// so), or nullptr.
+const trace::bpf::ProgramCost* cost_at(const std::vector<trace::bpf::ProgramCost>& costs,
+                                       std::string_view point) {
+  for (const auto& c : costs)
+    if (c.program.size() >= point.size() &&
+        c.program.compare(c.program.size() - point.size(), point.size(), point) == 0)
+      return &c;
+  return nullptr;
+}
+
+// bpf's program on `point` less the floor's: its own work (ns a run), or
+// NaN when either did not run.
+double own_work(const trace::OverheadResult::ProgramCosts& p, std::string_view point) {
+  const auto *ours = cost_at(p.bpf, point), *floor = cost_at(p.floor, point);
+  if (ours == nullptr || floor == nullptr) return std::nan("");
+  return ours->ns_per_run() - floor->ns_per_run();
+}
+
+nlohmann::json program_costs_json(const trace::OverheadResult::ProgramCosts& p) {
+  if (!p.unavailable.empty()) return {{"measured", false}, {"unavailable", p.unavailable}};
+  auto list = [](const std::vector<trace::bpf::ProgramCost>& costs) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& c : costs)
+      a.push_back({{"program", c.program}, {"runs", c.runs}, {"ns_per_run", c.ns_per_run()}});
+    return a;
+  };
+  auto number = [](double v) {
+    return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+  };
+  return {{"measured", true},
+          {"bpf", list(p.bpf)},
+          {"floor", list(p.floor)},
+          {"bpf_own_work_ns",
+           {{"signal_generate", number(own_work(p, "signal_generate"))},
+            {"signal_deliver", number(own_work(p, "signal_deliver"))}}}};
+}
+
+// Two lines: each program's time a run, and what bpf's programs do beyond
+// the floor's against what bpf adds beyond the floor to a signal.
+std::string program_costs_text(const trace::OverheadResult& r) {
+  const auto& p = r.programs;
+  if (!p.unavailable.empty())
+    return fmt::format("  programs:    not measured: {}\n", p.unavailable);
+  auto list = [](const std::vector<trace::bpf::ProgramCost>& costs) {
+    std::string text;
+    for (const auto& c : costs)
+      text += fmt::format("{}{} {:.0f}", text.empty() ? "" : ", ", c.program, c.ns_per_run());
+    return text.empty() ? std::string("none ran") : text;
+  };
+  std::string text = fmt::format(
+      "  programs:    ns a run (the kernel's run-time statistics, one more storm each): bpf {}; "
+      "floor {}\n",
+      list(p.bpf), list(p.floor));
+  const double generate = own_work(p, "signal_generate"), deliver = own_work(p, "signal_deliver");
+  if (std::isnan(generate) || std::isnan(deliver)) return text;
+  const double beyond = r.bpf.min() - r.floor.min();
+  return text +
+         fmt::format(
+             "               bpf's programs work {:.0f} ns a signal beyond the floor's "
+             "(generate {:.0f}, deliver {:.0f}); bpf adds {:.0f} ns beyond the floor: {:.0f} "
+             "spent outside its programs\n",
+             generate + deliver, generate, deliver, beyond, beyond - generate - deliver);
+}
+
 int measure_overhead(int count, int rounds, bool json) {
   StopSignals stop_signals;
   const trace::OverheadResult r = trace::measure_overhead(count, rounds, stop_requested);
@@ -445,7 +512,8 @@ int measure_overhead(int count, int rounds, bool json) {
                      // when one did not run or added nothing measurable).
                      {"bpf_vs_bpftrace", ratio_json(r.bpf, r.bpftrace, plain)},
                      {"bpf_vs_floor", ratio_json(r.bpf, r.floor, plain)},
-                     {"bpf_vs_floor_with_exits", ratio_json(r.bpf, r.floor_exits, plain)}};
+                     {"bpf_vs_floor_with_exits", ratio_json(r.bpf, r.floor_exits, plain)},
+                     {"program_costs", program_costs_json(r.programs)}};
     // The keys of the tracefs-only output, kept for readers of it.
     if (r.tracefs.ran()) {
       j["traced_ns_per_signal"] = r.tracefs.min();
@@ -472,6 +540,7 @@ int measure_overhead(int count, int rounds, bool json) {
           ratio_text(r.bpf, r.bpftrace, plain, "the bpftrace pairing"),
           ratio_text(r.bpf, r.floor, plain, "the floor"),
           ratio_text(r.bpf, r.floor_exits, plain, "the floor with the exits"));
+    std::cout << program_costs_text(r);
   }
   return 0;
 }

@@ -17,6 +17,7 @@
 #include "lab/harness/clock.h"
 #include "lab/trace/backend.h"
 #include "lab/trace/bpf/floor_programs.h"
+#include "lab/trace/bpf/signal_programs.h"
 #include "lab/trace/bpftrace_pairing.h"
 #include "sys/error.h"
 
@@ -159,6 +160,30 @@ void run_mode(OverheadMode& mode, std::optional<BackendKind> kind, int count) {
   mode.lost_events += backend->lost_events();
 }
 
+// The programs of `costs` that ran.
+std::vector<bpf::ProgramCost> that_ran(std::vector<bpf::ProgramCost> costs) {
+  std::erase_if(costs, [](const bpf::ProgramCost& c) { return c.runs == 0; });
+  return costs;
+}
+
+// One storm with the bpf backend's programs, one with the floor's, the
+// kernel's run-time statistics on. Throws BpfUnavailable.
+OverheadResult::ProgramCosts measure_program_costs(int count) {
+  OverheadResult::ProgramCosts costs;
+  bpf::RunTimeStatistics statistics;
+  {
+    bpf::SignalPrograms programs(bpf::SignalPrograms::Options{});
+    run_storm(count, nullptr, nullptr);
+    costs.bpf = that_ran(programs.costs());
+  }
+  {
+    bpf::FloorPrograms programs(false);
+    run_storm(count, nullptr, nullptr);
+    costs.floor = that_ran(programs.costs());
+  }
+  return costs;
+}
+
 std::vector<double> sorted(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v;
@@ -215,6 +240,17 @@ OverheadResult measure_overhead(int count, int rounds, const std::function<bool(
       }
     }
     if (!stop()) r.rounds = round + 1;
+  }
+  if (!r.bpf.ran() || !r.floor.ran()) {
+    r.programs.unavailable = "the bpf backend or the floor did not run";
+  } else if (stop()) {
+    r.programs.unavailable = "stopped before";
+  } else {
+    try {
+      r.programs = measure_program_costs(count);
+    } catch (const bpf::BpfUnavailable& e) {
+      r.programs.unavailable = e.what();
+    }
   }
   return r;
 }

@@ -12,12 +12,22 @@
 // load does not favour one), `rounds` rounds (`doorbell trace
 // --measure-overhead`). Each traced run also checks its backend's counts of
 // the child's signals against what the child sent.
+//
+// After the rounds, the programs' own time: one more storm with the bpf
+// backend's programs loaded and one with the floor's, the kernel's run-time
+// statistics of BPF programs on (BPF_ENABLE_STATS, off again after; they add
+// two clock reads to each run, so these storms are not among the timed
+// ones). What a program costs beyond the floor's on the same tracepoint is
+// its own work; what bpf adds to a signal beyond that is spent outside its
+// programs (docs/trace.md, "What tracing costs").
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "lab/trace/bpf/loading.h"
 
 namespace doorbell::lab::trace {
 
@@ -41,6 +51,13 @@ struct OverheadResult {
   int rounds = 0;  // completed (a stop request ends early)
   OverheadMode untraced{"untraced"}, tracefs{"tracefs"}, bpf{"bpf"}, floor{"floor"},
       floor_exits{"floor+exits"}, bpftrace{"bpftrace"};
+  // The programs that ran during their storm, in load order; none, with
+  // the reason, when the statistics could not be had (the bpf mode did not
+  // run, no permission, an old kernel, a stop request).
+  struct ProgramCosts {
+    std::string unavailable;
+    std::vector<bpf::ProgramCost> bpf, floor;
+  } programs;
 };
 
 // Throws std::runtime_error when a storm child fails. A backend that cannot

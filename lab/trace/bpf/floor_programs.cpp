@@ -53,4 +53,8 @@ FloorPrograms::~FloorPrograms() {
   doorbell_floor__destroy(skeleton_);  // detaches the rest too
 }
 
+std::vector<ProgramCost> FloorPrograms::costs() const {
+  return program_costs(skeleton_->obj);
+}
+
 }  // namespace doorbell::lab::trace::bpf

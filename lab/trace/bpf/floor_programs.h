@@ -31,6 +31,10 @@ class FloorPrograms {
   FloorPrograms(const FloorPrograms&) = delete;
   FloorPrograms& operator=(const FloorPrograms&) = delete;
 
+  // What the kernel's run-time statistics say of each loaded program
+  // (SignalPrograms::costs).
+  std::vector<ProgramCost> costs() const;
+
  private:
   doorbell_floor* skeleton_ = nullptr;
   std::vector<bpf_link*> perf_links_;  // the per-call system-call exits

@@ -1,5 +1,6 @@
 #include "lab/trace/bpf/loading.h"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
@@ -114,6 +115,41 @@ std::string load_failure(const char* step, int error, const CapturedMessages& me
   if (error == EINVAL || error == ENOENT || error == ESRCH || error == ENOTSUP)
     text += "; the programs need Linux 6.1 or later with BTF";
   return text;
+}
+
+std::vector<ProgramCost> program_costs(const bpf_object* object) {
+  std::vector<ProgramCost> costs;
+  bpf_program* program = nullptr;
+  bpf_object__for_each_program(program, object) {
+    if (bpf_program__fd(program) < 0) continue;  // not loaded (another route)
+    bpf_prog_info info{};
+    __u32 length = sizeof info;
+    ProgramCost cost{bpf_program__name(program)};
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(program), &info, &length) == 0) {
+      cost.runs = info.run_cnt;
+      cost.run_ns = info.run_time_ns;
+    }
+    costs.push_back(std::move(cost));
+  }
+  return costs;
+}
+
+RunTimeStatistics::RunTimeStatistics() {
+  fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME);
+  if (fd_ < 0) {
+    const int error = errno;
+    throw BpfUnavailable(
+        fmt::format("the kernel's run-time statistics of BPF programs could not be turned on "
+                    "(BPF_ENABLE_STATS: {}){}",
+                    std::strerror(error),
+                    error == EPERM    ? ": they need CAP_SYS_ADMIN"
+                    : error == EINVAL ? ": they need Linux 5.8 or later"
+                                      : ""));
+  }
+}
+
+RunTimeStatistics::~RunTimeStatistics() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void require_kernel_btf() {

@@ -11,6 +11,7 @@
 // the lines that say what failed.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -18,6 +19,7 @@
 #include <vector>
 
 struct bpf_link;
+struct bpf_object;
 struct bpf_program;
 
 namespace doorbell::lab::trace::bpf {
@@ -65,6 +67,40 @@ int open_tracepoint_event(int id);
 // `program` attached to a perf event of tracepoint `id` (the link owns the
 // event), or nullptr with errno saying why (the event closed).
 bpf_link* attach_to_tracepoint(bpf_program* program, int id);
+
+// What the kernel's run-time statistics say of one loaded program: how many
+// times it ran and for how long in all, since the statistics were turned on
+// (RunTimeStatistics) and it was loaded. The time of a run includes the
+// statistics' own clock reads, the same for every program.
+struct ProgramCost {
+  std::string program;  // its name in the object (libbpf's, not cut to 15 characters)
+  uint64_t runs = 0;
+  uint64_t run_ns = 0;
+
+  double ns_per_run() const noexcept {
+    return runs ? static_cast<double>(run_ns) / static_cast<double>(runs) : 0.0;
+  }
+};
+
+// The costs of the programs of `object` that are loaded, in load order.
+std::vector<ProgramCost> program_costs(const bpf_object* object);
+
+// Keeps the kernel's run-time statistics of every BPF program on while it
+// lives (BPF_ENABLE_STATS: each run is counted and timed, at the price of
+// two clock reads a run). The kernel counts its holders: the statistics go
+// off when the last holder closes, unless kernel.bpf_stats_enabled keeps
+// them on; nothing is left changed, whatever ends this process. Throws
+// BpfUnavailable with the reason (a kernel before 5.8, no CAP_SYS_ADMIN).
+class RunTimeStatistics {
+ public:
+  RunTimeStatistics();
+  ~RunTimeStatistics();
+  RunTimeStatistics(const RunTimeStatistics&) = delete;
+  RunTimeStatistics& operator=(const RunTimeStatistics&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // Throws BpfUnavailable when this kernel has no BTF
 // (/sys/kernel/btf/vmlinux): CO-RE and tp_btf programs need it.

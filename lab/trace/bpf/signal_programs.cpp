@@ -122,6 +122,10 @@ std::string SignalPrograms::verifier_summary() const {
   return text;
 }
 
+std::vector<ProgramCost> SignalPrograms::costs() const {
+  return program_costs(skeleton_->obj);
+}
+
 void SignalPrograms::for_each_stats(
     const std::function<void(const doorbell_stats_key&, const std::vector<doorbell_stats>&)>& visit)
     const {

@@ -72,6 +72,9 @@ class SignalPrograms {
   // Instructions the verifier processed for each program, in load order
   // (bpf_prog_info.verified_insns; 0 where the kernel does not say).
   std::string verifier_summary() const;
+  // What the kernel's run-time statistics say of each loaded program (all
+  // zero unless a RunTimeStatistics was held while they ran).
+  std::vector<ProgramCost> costs() const;
   // How the system-call exits are watched, in a few words.
   const std::string& syscall_route() const noexcept { return syscall_route_; }
   // Whether tracefs was mounted privately to read the tracepoint ids.
