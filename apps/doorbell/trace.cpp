@@ -453,6 +453,7 @@ nlohmann::json program_costs_json(const trace::OverheadResult::ProgramCosts& p) 
     return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
   };
   return {{"measured", true},
+          {"storms", p.storms},
           {"bpf", list(p.bpf)},
           {"floor", list(p.floor)},
           {"bpf_own_work_ns",
@@ -473,9 +474,9 @@ std::string program_costs_text(const trace::OverheadResult& r) {
     return text.empty() ? std::string("none ran") : text;
   };
   std::string text = fmt::format(
-      "  programs:    ns a run (the kernel's run-time statistics, one more storm each): bpf {}; "
-      "floor {}\n",
-      list(p.bpf), list(p.floor));
+      "  programs:    ns a run, the least of {} storm{} each (the kernel's run-time statistics): "
+      "bpf {}; floor {}\n",
+      p.storms, p.storms == 1 ? "" : "s", list(p.bpf), list(p.floor));
   const double generate = own_work(p, "signal_generate"), deliver = own_work(p, "signal_deliver");
   if (std::isnan(generate) || std::isnan(deliver)) return text;
   const double beyond = r.bpf.min() - r.floor.min();
@@ -585,7 +586,8 @@ const CommandRegistrar kTrace{
       cmd->add_option(
              "--storm-rounds", args->overhead_rounds,
              "rounds of --measure-overhead (each runs untraced, tracefs, bpf, the floor, the "
-             "floor with the system-call exits and bpftrace)")
+             "floor with the system-call exits and bpftrace; then as many of bpf's and the "
+             "floor's programs with the kernel's run-time statistics on)")
           ->capture_default_str()
           ->check(number_in(1, 1000))
           ->needs(overhead);

@@ -13,13 +13,13 @@
 // --measure-overhead`). Each traced run also checks its backend's counts of
 // the child's signals against what the child sent.
 //
-// After the rounds, the programs' own time: one more storm with the bpf
-// backend's programs loaded and one with the floor's, the kernel's run-time
-// statistics of BPF programs on (BPF_ENABLE_STATS, off again after; they add
-// two clock reads to each run, so these storms are not among the timed
-// ones). What a program costs beyond the floor's on the same tracepoint is
-// its own work; what bpf adds to a signal beyond that is spent outside its
-// programs (docs/trace.md, "What tracing costs").
+// After the rounds, the programs' own time: as many rounds again of a storm
+// with the bpf backend's programs loaded and one with the floor's, the
+// kernel's run-time statistics of BPF programs on (BPF_ENABLE_STATS, off
+// again after; they add two clock reads to each run, so these storms are not
+// among the timed ones); each program's least time a run of the rounds. What a program costs beyond
+// the floor's on the same tracepoint is its own work; what bpf adds to a signal beyond that is
+// spent outside its programs (docs/trace.md, "What tracing costs").
 #pragma once
 
 #include <cstdint>
@@ -51,11 +51,13 @@ struct OverheadResult {
   int rounds = 0;  // completed (a stop request ends early)
   OverheadMode untraced{"untraced"}, tracefs{"tracefs"}, bpf{"bpf"}, floor{"floor"},
       floor_exits{"floor+exits"}, bpftrace{"bpftrace"};
-  // The programs that ran during their storm, in load order; none, with
-  // the reason, when the statistics could not be had (the bpf mode did not
-  // run, no permission, an old kernel, a stop request).
+  // The programs that ran during their storms, in load order, each from the
+  // storm where it cost the least a run; none, with the reason, when the
+  // statistics could not be had (the bpf mode did not run, no permission,
+  // an old kernel, a stop request).
   struct ProgramCosts {
     std::string unavailable;
+    int storms = 0;  // of each set
     std::vector<bpf::ProgramCost> bpf, floor;
   } programs;
 };
