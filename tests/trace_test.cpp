@@ -642,6 +642,55 @@ TEST(TraceOverhead, ProgramCostsFromTheKernelsStatistics) {
       << t.out;
 }
 
+// What tracing costs a context switch: a ping-pong storm untraced, beside
+// tracefs and beside bpf, each round, with a line each in the text.
+TEST(TraceOverhead, ContextSwitchesUntracedAndBesideEachBackend) {
+  SKIP_UNLESS_ROOT();
+  const fs::path empty =
+      fs::temp_directory_path() / ("doorbell-no-bpftrace-" + std::to_string(::getpid()));
+  fs::create_directories(empty);
+  doorbell::test::RunOptions options;
+  options.timeout = std::chrono::seconds(120);
+  options.environment = environment_with_path(empty.string());  // bpftrace: not timed here
+  const RunResult j = run_doorbell(
+      {"trace", "--measure-overhead", "--storm-signals", "4000", "--storm-rounds", "2", "--json"},
+      options);
+  ASSERT_TRUE(j.success()) << j.describe();
+  const nlohmann::json sw = nlohmann::json::parse(j.out)["context_switches"];
+  EXPECT_EQ(sw["switches_per_run"], 1000) << j.out;
+  EXPECT_EQ(sw["rounds"], 2) << j.out;
+  for (const char* mode : {"untraced", "tracefs", "bpf"}) {
+    const nlohmann::json& m = sw["modes"][mode];
+    ASSERT_EQ(m["ran"], true) << mode << "\n" << j.out;
+    ASSERT_EQ(m["ns_per_switch"].size(), 2u) << mode << "\n" << j.out;
+    for (const auto& ns : m["ns_per_switch"]) EXPECT_GT(ns.get<double>(), 0.0) << mode;
+    EXPECT_EQ(m.contains("added_ns_per_switch"), std::string(mode) != "untraced") << mode;
+  }
+
+  const RunResult t = run_doorbell(
+      {"trace", "--measure-overhead", "--storm-signals", "4000", "--storm-rounds", "1"}, options);
+  fs::remove(empty);
+  ASSERT_TRUE(t.success()) << t.describe();
+  EXPECT_NE(t.out.find("\ncontext switches (two processes on one CPU passing a byte through two "
+                       "pipes), 1000 switches per run, 1 rounds of untraced, tracefs and bpf "
+                       "interleaved:\n"),
+            std::string::npos)
+      << t.out;
+  const std::regex mode_line(R"(  [a-z]+: +ns per switch min \d+, median \d+, max \d+)");
+  const std::regex adds_line(
+      R"(               adds -?\d+ ns per switch \(-?\d+\.\d%, min against min\); .+)");
+  std::string::size_type from = t.out.find("\ncontext switches");
+  ASSERT_NE(from, std::string::npos) << t.out;
+  const std::string block = t.out.substr(from);
+  for (const std::string mode : {"untraced", "tracefs", "bpf"}) {
+    const auto [line, next] = line_and_next(block, "  " + mode + ":");
+    EXPECT_TRUE(std::regex_match(line, mode_line)) << mode << ": '" << line << "'\n" << t.out;
+    if (mode != "untraced") {
+      EXPECT_TRUE(std::regex_match(next, adds_line)) << mode << ": '" << next << "'\n" << t.out;
+    }
+  }
+}
+
 // SIGINT while bpftrace runs beside the storm: doorbell stops it, reaps it
 // and exits 0; no bpftrace is left.
 TEST(TraceOverhead, InterruptLeavesNoBpftrace) {

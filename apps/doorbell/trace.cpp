@@ -422,6 +422,53 @@ nlohmann::json ratio_json(const trace::OverheadMode& bpf, const trace::OverheadM
   return (bpf.min() - untraced_min) / (other.min() - untraced_min);
 }
 
+nlohmann::json switches_json(const trace::OverheadResult::Switches& sw) {
+  auto mode = [&](const trace::OverheadMode& m) {
+    if (!m.ran()) return nlohmann::json{{"ran", false}, {"unavailable", m.unavailable}};
+    nlohmann::json j{{"ran", true},
+                     {"ns_per_switch", m.ns_per_signal},
+                     {"min_ns_per_switch", m.min()},
+                     {"median_ns_per_switch", m.median()},
+                     {"max_ns_per_switch", m.max()}};
+    if (m.name != "untraced" && sw.untraced.ran()) {
+      j["added_ns_per_switch"] = m.min() - sw.untraced.min();
+      j["slowdown_percent"] = 100.0 * (m.min() - sw.untraced.min()) / sw.untraced.min();
+    }
+    return j;
+  };
+  return {
+      {"switches_per_run", sw.switches_per_run},
+      {"rounds", sw.rounds},
+      {"modes",
+       {{"untraced", mode(sw.untraced)}, {"tracefs", mode(sw.tracefs)}, {"bpf", mode(sw.bpf)}}}};
+}
+
+// The context-switch block: a heading and a line (two when traced) a mode.
+std::string switches_text(const trace::OverheadResult::Switches& sw) {
+  if (!sw.untraced.ran()) return "";
+  std::string text = fmt::format(
+      "context switches (two processes on one CPU passing a byte through two pipes), {} switches "
+      "per run, {} rounds of untraced, tracefs and bpf interleaved:\n",
+      sw.switches_per_run, sw.rounds);
+  const double plain = sw.untraced.min();
+  for (const trace::OverheadMode* m : {&sw.untraced, &sw.tracefs, &sw.bpf}) {
+    if (!m->ran()) {
+      text += fmt::format("  {:<12} did not run: {}\n", m->name + ":", m->unavailable);
+      continue;
+    }
+    text += fmt::format("  {:<12} ns per switch min {:.0f}, median {:.0f}, max {:.0f}\n",
+                        m->name + ":", m->min(), m->median(), m->max());
+    if (m->name == "untraced") continue;
+    const double added = m->min() - plain;
+    text += fmt::format("               adds {:.0f} ns per switch ({:.1f}%, min against min); {}\n",
+                        added, 100.0 * added / plain,
+                        m->name == "bpf" ? "its programs on sched_switch, sched_waking and "
+                                           "sched_wakeup run at every switch and wake-up"
+                                         : "no scheduler event enabled");
+  }
+  return text;
+}
+
 // The cost of the program of `costs` on tracepoint `point` (its name ends
 // so), or nullptr.
 const trace::bpf::ProgramCost* cost_at(const std::vector<trace::bpf::ProgramCost>& costs,
@@ -514,6 +561,7 @@ int measure_overhead(int count, int rounds, bool json) {
                      {"bpf_vs_bpftrace", ratio_json(r.bpf, r.bpftrace, plain)},
                      {"bpf_vs_floor", ratio_json(r.bpf, r.floor, plain)},
                      {"bpf_vs_floor_with_exits", ratio_json(r.bpf, r.floor_exits, plain)},
+                     {"context_switches", switches_json(r.switches)},
                      {"program_costs", program_costs_json(r.programs)}};
     // The keys of the tracefs-only output, kept for readers of it.
     if (r.tracefs.ran()) {
@@ -541,7 +589,7 @@ int measure_overhead(int count, int rounds, bool json) {
           ratio_text(r.bpf, r.bpftrace, plain, "the bpftrace pairing"),
           ratio_text(r.bpf, r.floor, plain, "the floor"),
           ratio_text(r.bpf, r.floor_exits, plain, "the floor with the exits"));
-    std::cout << program_costs_text(r);
+    std::cout << program_costs_text(r) << switches_text(r.switches);
   }
   return 0;
 }

@@ -1,7 +1,9 @@
 #include "lab/trace/overhead.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,9 +26,61 @@
 namespace doorbell::lab::trace {
 namespace {
 
-// A child that sends itself `count` SIGUSR1 after a word on `go`, and writes
-// the nanoseconds per signal to `result`.
-pid_t start_storm(int count, int& go_fd, int& result_fd) {
+// What a storm child does: sends itself `count` SIGUSR1 (kill + empty
+// handler), or passes a byte back and forth with a partner process on its
+// own CPU through two pipes, `count` context switches in all. It returns
+// the nanoseconds per signal or per switch, or a negative value on failure.
+enum class Storm { signals, switches };
+
+double signal_storm(int count) {
+  // The child ends with _exit: the scope's restore never runs, and need not.
+  ScopedDisposition empty_handler(
+      SIGUSR1, [](int) {}, 0);
+  const pid_t self = ::getpid();
+  const uint64_t t0 = monotonic_ns();
+  for (int i = 0; i < count; ++i) ::kill(self, SIGUSR1);
+  return static_cast<double>(monotonic_ns() - t0) / count;
+}
+
+double switch_storm(int count) {
+  // Both on the CPU this runs on, so that each pass is a context switch.
+  const int cpu = ::sched_getcpu();
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  if (cpu >= 0) CPU_SET(cpu, &one);
+  if (cpu < 0 || ::sched_setaffinity(0, sizeof one, &one) != 0) return -1;
+  int there[2], back[2];
+  if (::pipe(there) != 0 || ::pipe(back) != 0) return -1;
+  const pid_t partner = ::fork();
+  if (partner < 0) return -1;
+  char byte = 0;
+  if (partner == 0) {
+    // Ends when this child does (its pipe's end closes, or PR_SET_PDEATHSIG).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::close(there[1]);
+    ::close(back[0]);
+    while (::read(there[0], &byte, 1) == 1 && ::write(back[1], &byte, 1) == 1) {
+    }
+    ::_exit(0);
+  }
+  ::close(there[0]);
+  ::close(back[1]);
+  const int trips = std::max(count / 2, 1);
+  const uint64_t t0 = monotonic_ns();
+  bool ok = true;
+  for (int i = 0; i < trips && ok; ++i)
+    ok = ::write(there[1], &byte, 1) == 1 && ::read(back[0], &byte, 1) == 1;
+  const uint64_t elapsed = monotonic_ns() - t0;
+  ::close(there[1]);
+  int status = 0;
+  while (::waitpid(partner, &status, 0) < 0 && errno == EINTR) {
+  }
+  return ok ? static_cast<double>(elapsed) / (2.0 * trips) : -1;
+}
+
+// A child that runs `storm` after a word on `go`, and writes the
+// nanoseconds per signal or switch to `result`.
+pid_t start_storm(Storm storm, int count, int& go_fd, int& result_fd) {
   int go[2], result[2];
   if (::pipe2(go, O_CLOEXEC) != 0) sys::throw_errno("pipe");
   if (::pipe2(result, O_CLOEXEC) != 0) sys::throw_errno("pipe");
@@ -35,17 +89,12 @@ pid_t start_storm(int count, int& go_fd, int& result_fd) {
   if (pid == 0) {
     ::close(go[1]);
     ::close(result[0]);
-    // The child ends with _exit: the scope's restore never runs, and need not.
-    ScopedDisposition empty_handler(
-        SIGUSR1, [](int) {}, 0);
     char c;
     if (::read(go[0], &c, 1) != 1) ::_exit(3);
-    const pid_t self = ::getpid();
-    const uint64_t t0 = monotonic_ns();
-    for (int i = 0; i < count; ++i) ::kill(self, SIGUSR1);
-    double per_signal = static_cast<double>(monotonic_ns() - t0) / count;
-    ssize_t w = ::write(result[1], &per_signal, sizeof per_signal);
-    ::_exit(w == sizeof per_signal ? 0 : 4);
+    const double per_unit = storm == Storm::signals ? signal_storm(count) : switch_storm(count);
+    if (per_unit < 0) ::_exit(5);
+    ssize_t w = ::write(result[1], &per_unit, sizeof per_unit);
+    ::_exit(w == sizeof per_unit ? 0 : 4);
   }
   ::close(go[0]);
   ::close(result[1]);
@@ -63,9 +112,9 @@ struct StormRun {
 // storm of a million signals a second fills tracefs's 4 MiB per CPU in about
 // 50 ms; bpf reads its maps once, at the end). The storm's own time is what
 // counts; the backend is opened before.
-StormRun run_storm(int count, Backend* backend, Tracker* tracker) {
+StormRun run_storm(int count, Backend* backend, Tracker* tracker, Storm storm = Storm::signals) {
   int go = -1, result = -1;
-  const pid_t child = start_storm(count, go, result);
+  const pid_t child = start_storm(storm, count, go, result);
   if (::write(go, "g", 1) != 1) sys::throw_errno("write");
   ::close(go);
   double per_signal = -1;
@@ -91,7 +140,9 @@ StormRun run_storm(int count, Backend* backend, Tracker* tracker) {
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (backend) backend->collect(*tracker, nullptr);
-  if (got != sizeof per_signal) throw std::runtime_error("the signal storm child failed");
+  if (got != sizeof per_signal)
+    throw std::runtime_error(storm == Storm::signals ? "the signal storm child failed"
+                                                     : "the context-switch storm child failed");
   return {per_signal, child};
 }
 
@@ -136,9 +187,10 @@ void run_bpftrace(OverheadMode& mode, int count, const std::function<bool()>& st
   mode.ns_per_signal.push_back(ns);
 }
 
-void run_mode(OverheadMode& mode, std::optional<BackendKind> kind, int count) {
+void run_mode(OverheadMode& mode, std::optional<BackendKind> kind, int count,
+              Storm storm = Storm::signals) {
   if (!kind) {
-    mode.ns_per_signal.push_back(run_storm(count, nullptr, nullptr).ns_per_signal);
+    mode.ns_per_signal.push_back(run_storm(count, nullptr, nullptr, storm).ns_per_signal);
     return;
   }
   if (!mode.unavailable.empty()) return;
@@ -150,7 +202,7 @@ void run_mode(OverheadMode& mode, std::optional<BackendKind> kind, int count) {
     return;
   }
   Tracker tracker(0);
-  const StormRun run = run_storm(count, backend.get(), &tracker);
+  const StormRun run = run_storm(count, backend.get(), &tracker, storm);
   mode.ns_per_signal.push_back(run.ns_per_signal);
   auto it = tracker.streams().find(Key{run.child, SIGUSR1});
   if (it != tracker.streams().end()) {
@@ -175,10 +227,11 @@ void keep_least(std::vector<bpf::ProgramCost>& least, const std::vector<bpf::Pro
   }
 }
 
-// `rounds` pairs of storms, one with the bpf backend's programs freshly
-// loaded and one with the floor's, the kernel's run-time statistics on.
+// `rounds` rounds of storms, a signal storm and a context-switch storm with
+// the bpf backend's programs freshly loaded and a signal storm with the
+// floor's, the kernel's run-time statistics on.
 // Throws BpfUnavailable.
-OverheadResult::ProgramCosts measure_program_costs(int count, int rounds,
+OverheadResult::ProgramCosts measure_program_costs(int count, int switches, int rounds,
                                                    const std::function<bool()>& stop) {
   OverheadResult::ProgramCosts costs;
   bpf::RunTimeStatistics statistics;
@@ -186,6 +239,7 @@ OverheadResult::ProgramCosts measure_program_costs(int count, int rounds,
     {
       bpf::SignalPrograms programs(bpf::SignalPrograms::Options{});
       run_storm(count, nullptr, nullptr);
+      run_storm(switches, nullptr, nullptr, Storm::switches);  // for the scheduler's programs
       keep_least(costs.bpf, programs.costs());
     }
     bpf::FloorPrograms programs(false);
@@ -253,13 +307,28 @@ OverheadResult measure_overhead(int count, int rounds, const std::function<bool(
     }
     if (!stop()) r.rounds = round + 1;
   }
+  // Context switches: untraced, tracefs and bpf in rotating order, as many
+  // rounds.
+  auto& sw = r.switches;
+  sw.switches_per_run = std::max(count / 4, 250);
+  const std::array<std::pair<OverheadMode*, std::optional<BackendKind>>, 3> switch_slots{
+      std::pair{&sw.untraced, std::optional<BackendKind>{}},
+      std::pair{&sw.tracefs, std::optional<BackendKind>{BackendKind::tracefs}},
+      std::pair{&sw.bpf, std::optional<BackendKind>{BackendKind::bpf}}};
+  for (int round = 0; round < r.rounds && !stop(); ++round) {
+    for (std::size_t i = 0; i < switch_slots.size() && !stop(); ++i) {
+      const auto& [mode, kind] = switch_slots[(i + static_cast<std::size_t>(round)) % 3];
+      run_mode(*mode, kind, sw.switches_per_run, Storm::switches);
+    }
+    if (!stop()) sw.rounds = round + 1;
+  }
   if (!r.bpf.ran() || !r.floor.ran()) {
     r.programs.unavailable = "the bpf backend or the floor did not run";
   } else if (stop()) {
     r.programs.unavailable = "stopped before";
   } else {
     try {
-      r.programs = measure_program_costs(count, r.rounds, stop);
+      r.programs = measure_program_costs(count, sw.switches_per_run, r.rounds, stop);
     } catch (const bpf::BpfUnavailable& e) {
       r.programs.unavailable = e.what();
     }

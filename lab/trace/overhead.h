@@ -13,8 +13,16 @@
 // --measure-overhead`). Each traced run also checks its backend's counts of
 // the child's signals against what the child sent.
 //
-// After the rounds, the programs' own time: as many rounds again of a storm
-// with the bpf backend's programs loaded and one with the floor's, the
+// Then what tracing costs a context switch, which the signal storm does not
+// show: two processes on one CPU pass a byte back and forth through two
+// pipes (each pass a wake-up and a switch), untraced and beside each
+// backend, interleaved, as many rounds. The bpf backend's programs on
+// sched_switch, sched_waking and sched_wakeup (the causes) run at every
+// switch and wake-up of the system; tracefs enables no scheduler event.
+//
+// After the rounds, the programs' own time: as many rounds again of a
+// signal storm and a context-switch storm with the bpf backend's programs
+// loaded and a signal storm with the floor's, the
 // kernel's run-time statistics of BPF programs on (BPF_ENABLE_STATS, off
 // again after; they add two clock reads to each run, so these storms are not
 // among the timed ones); each program's least time a run of the rounds. What a program costs beyond
@@ -51,6 +59,12 @@ struct OverheadResult {
   int rounds = 0;  // completed (a stop request ends early)
   OverheadMode untraced{"untraced"}, tracefs{"tracefs"}, bpf{"bpf"}, floor{"floor"},
       floor_exits{"floor+exits"}, bpftrace{"bpftrace"};
+  // ns_per_signal holds ns per switch here.
+  struct Switches {
+    int switches_per_run = 0;
+    int rounds = 0;
+    OverheadMode untraced{"untraced"}, tracefs{"tracefs"}, bpf{"bpf"};
+  } switches;
   // The programs that ran during their storms, in load order, each from the
   // storm where it cost the least a run; none, with the reason, when the
   // statistics could not be had (the bpf mode did not run, no permission,
