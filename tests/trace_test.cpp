@@ -487,6 +487,24 @@ std::vector<std::string> environment_with_path(const std::string& path) {
   return env;
 }
 
+// A PATH in which no bpftrace is found: an empty directory, removed at the
+// end of the test; options() runs doorbell with it.
+class WithoutBpftrace {
+ public:
+  WithoutBpftrace() { fs::create_directories(dir_); }
+  ~WithoutBpftrace() { fs::remove(dir_); }
+  doorbell::test::RunOptions options() const {
+    doorbell::test::RunOptions options;
+    options.timeout = std::chrono::seconds(120);
+    options.environment = environment_with_path(dir_.string());
+    return options;
+  }
+
+ private:
+  fs::path dir_ =
+      fs::temp_directory_path() / ("doorbell-no-bpftrace-" + std::to_string(::getpid()));
+};
+
 // The line of `out` that starts with `prefix` and the line after it.
 std::pair<std::string, std::string> line_and_next(const std::string& out,
                                                   const std::string& prefix) {
@@ -553,15 +571,10 @@ TEST(TraceOverhead, FloorAndBpftraceLinesBesideTheOthers) {
 // Without bpftrace in PATH the bpftrace line says so; the others still run.
 TEST(TraceOverhead, WithoutBpftraceTheLineSaysSo) {
   SKIP_UNLESS_ROOT();
-  const fs::path empty =
-      fs::temp_directory_path() / ("doorbell-no-bpftrace-" + std::to_string(::getpid()));
-  fs::create_directories(empty);
-  doorbell::test::RunOptions options;
-  options.timeout = std::chrono::seconds(120);
-  options.environment = environment_with_path(empty.string());
+  const WithoutBpftrace path;  // bpftrace: not timed here
+  const doorbell::test::RunOptions options = path.options();
   const RunResult r = run_doorbell(
       {"trace", "--measure-overhead", "--storm-signals", "5000", "--storm-rounds", "1"}, options);
-  fs::remove(empty);
   ASSERT_TRUE(r.success()) << r.describe();
   EXPECT_TRUE(std::regex_search(
       r.out,
@@ -590,12 +603,8 @@ TEST(TraceOverhead, ProgramCostsFromTheKernelsStatistics) {
   SKIP_UNLESS_ROOT();
   const std::string sysctl = "/proc/sys/kernel/bpf_stats_enabled";
   const std::string before = slurp(sysctl);
-  const fs::path empty =
-      fs::temp_directory_path() / ("doorbell-no-bpftrace-" + std::to_string(::getpid()));
-  fs::create_directories(empty);
-  doorbell::test::RunOptions options;
-  options.timeout = std::chrono::seconds(120);
-  options.environment = environment_with_path(empty.string());  // bpftrace: not timed here
+  const WithoutBpftrace path;  // bpftrace: not timed here
+  const doorbell::test::RunOptions options = path.options();
   const RunResult j = run_doorbell(
       {"trace", "--measure-overhead", "--storm-signals", "5000", "--storm-rounds", "1", "--json"},
       options);
@@ -623,7 +632,6 @@ TEST(TraceOverhead, ProgramCostsFromTheKernelsStatistics) {
 
   const RunResult t = run_doorbell(
       {"trace", "--measure-overhead", "--storm-signals", "5000", "--storm-rounds", "1"}, options);
-  fs::remove(empty);
   ASSERT_TRUE(t.success()) << t.describe();
   EXPECT_EQ(slurp(sysctl), before);
   const auto [line, next] = line_and_next(t.out, "  programs:");
@@ -646,12 +654,8 @@ TEST(TraceOverhead, ProgramCostsFromTheKernelsStatistics) {
 // tracefs and beside bpf, each round, with a line each in the text.
 TEST(TraceOverhead, ContextSwitchesUntracedAndBesideEachBackend) {
   SKIP_UNLESS_ROOT();
-  const fs::path empty =
-      fs::temp_directory_path() / ("doorbell-no-bpftrace-" + std::to_string(::getpid()));
-  fs::create_directories(empty);
-  doorbell::test::RunOptions options;
-  options.timeout = std::chrono::seconds(120);
-  options.environment = environment_with_path(empty.string());  // bpftrace: not timed here
+  const WithoutBpftrace path;  // bpftrace: not timed here
+  const doorbell::test::RunOptions options = path.options();
   const RunResult j = run_doorbell(
       {"trace", "--measure-overhead", "--storm-signals", "4000", "--storm-rounds", "2", "--json"},
       options);
@@ -669,7 +673,6 @@ TEST(TraceOverhead, ContextSwitchesUntracedAndBesideEachBackend) {
 
   const RunResult t = run_doorbell(
       {"trace", "--measure-overhead", "--storm-signals", "4000", "--storm-rounds", "1"}, options);
-  fs::remove(empty);
   ASSERT_TRUE(t.success()) << t.describe();
   EXPECT_NE(t.out.find("\ncontext switches (two processes on one CPU passing a byte through two "
                        "pipes), 1000 switches per run, 1 rounds of untraced, tracefs and bpf "
