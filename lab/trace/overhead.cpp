@@ -187,10 +187,14 @@ void run_bpftrace(OverheadMode& mode, int count, const std::function<bool()>& st
   mode.ns_per_signal.push_back(ns);
 }
 
-void run_mode(OverheadMode& mode, std::optional<BackendKind> kind, int count,
-              Storm storm = Storm::signals) {
+// A signal storm and then a context-switch storm, untraced (no `kind`) or
+// beside a backend opened once for both; the signal storm's counts checked.
+void run_mode(OverheadMode& mode, OverheadMode& switch_mode, std::optional<BackendKind> kind,
+              int count, int switches) {
   if (!kind) {
-    mode.ns_per_signal.push_back(run_storm(count, nullptr, nullptr, storm).ns_per_signal);
+    mode.ns_per_signal.push_back(run_storm(count, nullptr, nullptr).ns_per_signal);
+    switch_mode.ns_per_signal.push_back(
+        run_storm(switches, nullptr, nullptr, Storm::switches).ns_per_signal);
     return;
   }
   if (!mode.unavailable.empty()) return;
@@ -198,11 +202,11 @@ void run_mode(OverheadMode& mode, std::optional<BackendKind> kind, int count,
   try {
     backend = open_backend(*kind, BackendOptions{});
   } catch (const BackendUnavailable& e) {
-    mode.unavailable = e.what();
+    mode.unavailable = switch_mode.unavailable = e.what();
     return;
   }
   Tracker tracker(0);
-  const StormRun run = run_storm(count, backend.get(), &tracker, storm);
+  const StormRun run = run_storm(count, backend.get(), &tracker);
   mode.ns_per_signal.push_back(run.ns_per_signal);
   auto it = tracker.streams().find(Key{run.child, SIGUSR1});
   if (it != tracker.streams().end()) {
@@ -210,6 +214,8 @@ void run_mode(OverheadMode& mode, std::optional<BackendKind> kind, int count,
     mode.delivered_seen += it->second.total.delivered;
   }
   mode.lost_events += backend->lost_events();
+  switch_mode.ns_per_signal.push_back(
+      run_storm(switches, backend.get(), &tracker, Storm::switches).ns_per_signal);
 }
 
 // Adds the programs of `costs` that ran to `least`, keeping for each
@@ -227,24 +233,40 @@ void keep_least(std::vector<bpf::ProgramCost>& least, const std::vector<bpf::Pro
   }
 }
 
-// `rounds` rounds of storms, a signal storm and a context-switch storm with
-// the bpf backend's programs freshly loaded and a signal storm with the
-// floor's, the kernel's run-time statistics on.
-// Throws BpfUnavailable.
+// What each program cost since `before` (the same programs, in the same
+// order).
+std::vector<bpf::ProgramCost> since(std::vector<bpf::ProgramCost> now,
+                                    const std::vector<bpf::ProgramCost>& before) {
+  for (std::size_t i = 0; i < now.size() && i < before.size(); ++i) {
+    now[i].runs -= before[i].runs;
+    now[i].run_ns -= before[i].run_ns;
+  }
+  return now;
+}
+
+// The kernel's run-time statistics on: the bpf backend's programs loaded
+// for `rounds` rounds of a signal storm and a context-switch storm, then
+// the floor's for `rounds` signal storms; each program's least time a run
+// of the rounds. Throws BpfUnavailable.
 OverheadResult::ProgramCosts measure_program_costs(int count, int switches, int rounds,
                                                    const std::function<bool()>& stop) {
   OverheadResult::ProgramCosts costs;
   bpf::RunTimeStatistics statistics;
-  for (int round = 0; round < rounds && !stop(); ++round) {
-    {
-      bpf::SignalPrograms programs(bpf::SignalPrograms::Options{});
+  int done = 0;
+  {
+    bpf::SignalPrograms programs(bpf::SignalPrograms::Options{});
+    for (; done < rounds && !stop(); ++done) {
+      const auto before = programs.costs();
       run_storm(count, nullptr, nullptr);
       run_storm(switches, nullptr, nullptr, Storm::switches);  // for the scheduler's programs
-      keep_least(costs.bpf, programs.costs());
+      keep_least(costs.bpf, since(programs.costs(), before));
     }
-    bpf::FloorPrograms programs(false);
+  }
+  bpf::FloorPrograms programs(false);
+  for (int round = 0; round < done && !stop(); ++round) {
+    const auto before = programs.costs();
     run_storm(count, nullptr, nullptr);
-    keep_least(costs.floor, programs.costs());
+    keep_least(costs.floor, since(programs.costs(), before));
     costs.storms = round + 1;
   }
   return costs;
@@ -275,24 +297,28 @@ double OverheadMode::median() const {
 OverheadResult measure_overhead(int count, int rounds, const std::function<bool()>& stop) {
   OverheadResult r;
   r.signals_per_run = count;
+  auto& sw = r.switches;
+  sw.switches_per_run = std::max(count / 4, 250);
   struct Slot {
     OverheadMode* mode;
     Beside beside;
     std::optional<BackendKind> kind;
+    OverheadMode* switches = nullptr;  // untraced and the backends: their context switches too
   };
-  const std::array<Slot, 6> slots{Slot{&r.untraced, Beside::nothing, std::nullopt},
-                                  Slot{&r.tracefs, Beside::backend, BackendKind::tracefs},
-                                  Slot{&r.bpf, Beside::backend, BackendKind::bpf},
-                                  Slot{&r.floor, Beside::floor, std::nullopt},
-                                  Slot{&r.floor_exits, Beside::floor_exits, std::nullopt},
-                                  Slot{&r.bpftrace, Beside::bpftrace, std::nullopt}};
+  const std::array<Slot, 6> slots{
+      Slot{&r.untraced, Beside::nothing, std::nullopt, &sw.untraced},
+      Slot{&r.tracefs, Beside::backend, BackendKind::tracefs, &sw.tracefs},
+      Slot{&r.bpf, Beside::backend, BackendKind::bpf, &sw.bpf},
+      Slot{&r.floor, Beside::floor, std::nullopt},
+      Slot{&r.floor_exits, Beside::floor_exits, std::nullopt},
+      Slot{&r.bpftrace, Beside::bpftrace, std::nullopt}};
   for (int round = 0; round < rounds && !stop(); ++round) {
     for (std::size_t i = 0; i < slots.size() && !stop(); ++i) {
       const Slot& slot = slots[(i + static_cast<std::size_t>(round)) % slots.size()];
       switch (slot.beside) {
         case Beside::nothing:
         case Beside::backend:
-          run_mode(*slot.mode, slot.kind, count);
+          run_mode(*slot.mode, *slot.switches, slot.kind, count, sw.switches_per_run);
           break;
         case Beside::floor:
           run_floor(*slot.mode, count, false);
@@ -305,22 +331,7 @@ OverheadResult measure_overhead(int count, int rounds, const std::function<bool(
           break;
       }
     }
-    if (!stop()) r.rounds = round + 1;
-  }
-  // Context switches: untraced, tracefs and bpf in rotating order, as many
-  // rounds.
-  auto& sw = r.switches;
-  sw.switches_per_run = std::max(count / 4, 250);
-  const std::array<std::pair<OverheadMode*, std::optional<BackendKind>>, 3> switch_slots{
-      std::pair{&sw.untraced, std::optional<BackendKind>{}},
-      std::pair{&sw.tracefs, std::optional<BackendKind>{BackendKind::tracefs}},
-      std::pair{&sw.bpf, std::optional<BackendKind>{BackendKind::bpf}}};
-  for (int round = 0; round < r.rounds && !stop(); ++round) {
-    for (std::size_t i = 0; i < switch_slots.size() && !stop(); ++i) {
-      const auto& [mode, kind] = switch_slots[(i + static_cast<std::size_t>(round)) % 3];
-      run_mode(*mode, kind, sw.switches_per_run, Storm::switches);
-    }
-    if (!stop()) sw.rounds = round + 1;
+    if (!stop()) r.rounds = sw.rounds = round + 1;
   }
   if (!r.bpf.ran() || !r.floor.ran()) {
     r.programs.unavailable = "the bpf backend or the floor did not run";

@@ -13,21 +13,23 @@
 // --measure-overhead`). Each traced run also checks its backend's counts of
 // the child's signals against what the child sent.
 //
-// Then what tracing costs a context switch, which the signal storm does not
-// show: two processes on one CPU pass a byte back and forth through two
-// pipes (each pass a wake-up and a switch), untraced and beside each
-// backend, interleaved, as many rounds. The bpf backend's programs on
+// What tracing costs a context switch, which the signal storm does not
+// show, is timed in the same rounds: two processes on one CPU pass a byte
+// back and forth through two pipes (each pass a wake-up and a switch),
+// untraced and beside each backend, right after that mode's signal storm
+// (a backend opened once for both). The bpf backend's programs on
 // sched_switch, sched_waking and sched_wakeup (the causes) run at every
 // switch and wake-up of the system; tracefs enables no scheduler event.
 //
-// After the rounds, the programs' own time: as many rounds again of a
-// signal storm and a context-switch storm with the bpf backend's programs
-// loaded and a signal storm with the floor's, the
-// kernel's run-time statistics of BPF programs on (BPF_ENABLE_STATS, off
-// again after; they add two clock reads to each run, so these storms are not
-// among the timed ones); each program's least time a run of the rounds. What a program costs beyond
-// the floor's on the same tracepoint is its own work; what bpf adds to a signal beyond that is
-// spent outside its programs (docs/trace.md, "What tracing costs").
+// After the rounds, the programs' own time, with the kernel's run-time
+// statistics of BPF programs on (BPF_ENABLE_STATS, off again after; they add
+// two clock reads to each run, so these storms are not among the timed
+// ones): the bpf backend's programs loaded for as many rounds of a signal
+// storm and a context-switch storm, then the floor's for as many signal
+// storms; each program's least time a run of the rounds. What a program
+// costs beyond the floor's on the same tracepoint is its own work; what bpf
+// adds to a signal beyond that is spent outside its programs
+// (docs/trace.md, "What tracing costs").
 #pragma once
 
 #include <cstdint>
