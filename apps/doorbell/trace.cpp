@@ -355,18 +355,40 @@ int run_trace(TraceArgs args) {
 
 // ------------------------------------------------------------ overhead
 
-nlohmann::json mode_json(const trace::OverheadMode& m, double untraced_min, int count) {
+// A mode's times in ns per `unit` ("signal", "switch"): each run's, the
+// min, median and max, and (a traced mode, where `untraced_min` is known)
+// what it adds, min against min. A mode that did not run: why.
+nlohmann::json timings_json(const trace::OverheadMode& m, double untraced_min,
+                            std::string_view unit) {
   if (!m.ran()) return {{"ran", false}, {"unavailable", m.unavailable}};
   nlohmann::json j{{"ran", true},
-                   {"ns_per_signal", m.ns_per_signal},
-                   {"min_ns_per_signal", m.min()},
-                   {"median_ns_per_signal", m.median()},
-                   {"max_ns_per_signal", m.max()},
-                   {"signals_per_s", 1e9 / m.min()}};
-  if (m.name != "untraced") {
-    j["added_ns_per_signal"] = m.min() - untraced_min;
+                   {fmt::format("ns_per_{}", unit), m.ns_per_signal},
+                   {fmt::format("min_ns_per_{}", unit), m.min()},
+                   {fmt::format("median_ns_per_{}", unit), m.median()},
+                   {fmt::format("max_ns_per_{}", unit), m.max()}};
+  if (m.name != "untraced" && !std::isnan(untraced_min)) {
+    j[fmt::format("added_ns_per_{}", unit)] = m.min() - untraced_min;
     j["slowdown_percent"] = 100.0 * (m.min() - untraced_min) / untraced_min;
   }
+  return j;
+}
+
+// "  name:        did not run: why".
+std::string did_not_run_text(const trace::OverheadMode& m) {
+  return fmt::format("  {:<12} did not run: {}\n", m.name + ":", m.unavailable);
+}
+
+// The start of a traced mode's second line: what it adds per `unit`.
+std::string adds_text(const trace::OverheadMode& m, double untraced_min, std::string_view unit) {
+  const double added = m.min() - untraced_min;
+  return fmt::format("               adds {:.0f} ns per {} ({:.1f}%, min against min); ", added,
+                     unit, 100.0 * added / untraced_min);
+}
+
+nlohmann::json mode_json(const trace::OverheadMode& m, double untraced_min, int count) {
+  nlohmann::json j = timings_json(m, untraced_min, "signal");
+  if (!m.ran()) return j;
+  j["signals_per_s"] = 1e9 / m.min();
   if (m.name == "bpftrace") j["paired_seen"] = m.paired_seen;
   if (m.name == "tracefs" || m.name == "bpf") {
     j["generated_seen"] = m.generated_seen;
@@ -378,14 +400,12 @@ nlohmann::json mode_json(const trace::OverheadMode& m, double untraced_min, int 
 }
 
 std::string mode_text(const trace::OverheadMode& m, double untraced_min, int count) {
-  if (!m.ran()) return fmt::format("  {:<12} did not run: {}\n", m.name + ":", m.unavailable);
+  if (!m.ran()) return did_not_run_text(m);
   std::string text = fmt::format(
       "  {:<12} {:>8.0f} signals/s; ns per signal min {:.0f}, median {:.0f}, max {:.0f}\n",
       m.name + ":", 1e9 / m.min(), m.min(), m.median(), m.max());
   if (m.name == "untraced") return text;
-  const double added = m.min() - untraced_min;
-  text += fmt::format("               adds {:.0f} ns per signal ({:.1f}%, min against min); ",
-                      added, 100.0 * added / untraced_min);
+  text += adds_text(m, untraced_min, "signal");
   const uint64_t sent = static_cast<uint64_t>(count) * m.ns_per_signal.size();
   if (m.name == "floor")
     text += "programs that only read the clock on both ends, counting nothing\n";
@@ -423,19 +443,8 @@ nlohmann::json ratio_json(const trace::OverheadMode& bpf, const trace::OverheadM
 }
 
 nlohmann::json switches_json(const trace::OverheadResult::Switches& sw) {
-  auto mode = [&](const trace::OverheadMode& m) {
-    if (!m.ran()) return nlohmann::json{{"ran", false}, {"unavailable", m.unavailable}};
-    nlohmann::json j{{"ran", true},
-                     {"ns_per_switch", m.ns_per_signal},
-                     {"min_ns_per_switch", m.min()},
-                     {"median_ns_per_switch", m.median()},
-                     {"max_ns_per_switch", m.max()}};
-    if (m.name != "untraced" && sw.untraced.ran()) {
-      j["added_ns_per_switch"] = m.min() - sw.untraced.min();
-      j["slowdown_percent"] = 100.0 * (m.min() - sw.untraced.min()) / sw.untraced.min();
-    }
-    return j;
-  };
+  const double plain = sw.untraced.ran() ? sw.untraced.min() : std::nan("");
+  auto mode = [&](const trace::OverheadMode& m) { return timings_json(m, plain, "switch"); };
   return {
       {"switches_per_run", sw.switches_per_run},
       {"rounds", sw.rounds},
@@ -453,18 +462,16 @@ std::string switches_text(const trace::OverheadResult::Switches& sw) {
   const double plain = sw.untraced.min();
   for (const trace::OverheadMode* m : {&sw.untraced, &sw.tracefs, &sw.bpf}) {
     if (!m->ran()) {
-      text += fmt::format("  {:<12} did not run: {}\n", m->name + ":", m->unavailable);
+      text += did_not_run_text(*m);
       continue;
     }
     text += fmt::format("  {:<12} ns per switch min {:.0f}, median {:.0f}, max {:.0f}\n",
                         m->name + ":", m->min(), m->median(), m->max());
     if (m->name == "untraced") continue;
-    const double added = m->min() - plain;
-    text += fmt::format("               adds {:.0f} ns per switch ({:.1f}%, min against min); {}\n",
-                        added, 100.0 * added / plain,
-                        m->name == "bpf" ? "its programs on sched_switch, sched_waking and "
-                                           "sched_wakeup run at every switch and wake-up"
-                                         : "no scheduler event enabled");
+    text += adds_text(*m, plain, "switch") +
+            (m->name == "bpf" ? "its programs on sched_switch, sched_waking and sched_wakeup run "
+                                "at every switch and wake-up\n"
+                              : "no scheduler event enabled\n");
   }
   return text;
 }
@@ -474,9 +481,7 @@ std::string switches_text(const trace::OverheadResult::Switches& sw) {
 const trace::bpf::ProgramCost* cost_at(const std::vector<trace::bpf::ProgramCost>& costs,
                                        std::string_view point) {
   for (const auto& c : costs)
-    if (c.program.size() >= point.size() &&
-        c.program.compare(c.program.size() - point.size(), point.size(), point) == 0)
-      return &c;
+    if (std::string_view(c.program).ends_with(point)) return &c;
   return nullptr;
 }
 
