@@ -639,8 +639,9 @@ const CommandRegistrar kTrace{
       cmd->add_option(
              "--storm-rounds", args->overhead_rounds,
              "rounds of --measure-overhead (each runs untraced, tracefs, bpf, the floor, the "
-             "floor with the system-call exits and bpftrace; then as many of bpf's and the "
-             "floor's programs with the kernel's run-time statistics on)")
+             "floor with the system-call exits and bpftrace, and a context-switch storm "
+             "untraced, with tracefs and with bpf; then as many of bpf's and the floor's "
+             "programs with the kernel's run-time statistics on)")
           ->capture_default_str()
           ->check(number_in(1, 1000))
           ->needs(overhead);
